@@ -1,0 +1,251 @@
+//! What a handler sees of its request: who asked, how to report progress and
+//! logs, how to ask the client something, and whether it was cancelled.
+//!
+//! The context talks to a [`Peer`], not to a session: in the session era the
+//! peer is the session actor (messages go on the request's SSE stream); a
+//! stateless-era peer answers `ask` with a multi round-trip instead. Handlers
+//! never learn which.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcpd_protocol::methods;
+use mcpd_protocol::types::{
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
+    JsonObject, ListRootsResult, LoggingLevel, ProgressParams, ProgressToken,
+};
+use mcpd_protocol::{ErrorObject, ProtocolVersion, RequestId};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+/// Why talking to the client failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PeerError {
+    /// The client did not declare the capability this needs.
+    #[error("the client did not declare the `{0}` capability")]
+    MissingCapability(&'static str),
+    /// The client answered with a JSON-RPC error.
+    #[error("the client answered with an error: {0}")]
+    Client(ErrorObject),
+    /// No answer came in time (a `notifications/cancelled` was sent).
+    #[error("the client did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The client's answer did not have the expected shape.
+    #[error("the client's answer was malformed: {0}")]
+    Malformed(String),
+    /// The session or request is gone (deleted, expired, cancelled).
+    #[error("the request's session is gone")]
+    Gone,
+}
+
+/// Where one request's outbound messages go.
+#[async_trait]
+pub trait Peer: Send + Sync + 'static {
+    /// Sends a notification related to this request.
+    async fn notify(&self, method: &'static str, params: Value) -> Result<(), PeerError>;
+    /// Sends a log message, if the client's log level lets it through.
+    async fn log(
+        &self,
+        level: LoggingLevel,
+        logger: Option<String>,
+        data: Value,
+    ) -> Result<(), PeerError>;
+    /// Sends a request to the client and waits for its answer.
+    async fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, PeerError>;
+    /// A hint that this request will run long: the transport may close the
+    /// client's connection and let it resume later (2025-11-25 SSE polling).
+    async fn release_connection(&self) {}
+}
+
+/// Everything a handler gets besides its arguments.
+#[derive(Clone)]
+pub struct RequestContext {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    request_id: RequestId,
+    progress_token: Option<ProgressToken>,
+    client_capabilities: Arc<ClientCapabilities>,
+    protocol_version: ProtocolVersion,
+    session_id: Option<Arc<str>>,
+    peer: Arc<dyn Peer>,
+    ask_timeout: Duration,
+    cancelled: AtomicBool,
+    cancel_notify: Notify,
+}
+
+/// Parts of a [`RequestContext`], filled in by whoever runs the request.
+pub struct ContextParts {
+    pub request_id: RequestId,
+    pub progress_token: Option<ProgressToken>,
+    pub client_capabilities: Arc<ClientCapabilities>,
+    pub protocol_version: ProtocolVersion,
+    pub session_id: Option<Arc<str>>,
+    pub peer: Arc<dyn Peer>,
+    pub ask_timeout: Duration,
+}
+
+impl RequestContext {
+    pub fn new(p: ContextParts) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                request_id: p.request_id,
+                progress_token: p.progress_token,
+                client_capabilities: p.client_capabilities,
+                protocol_version: p.protocol_version,
+                session_id: p.session_id,
+                peer: p.peer,
+                ask_timeout: p.ask_timeout,
+                cancelled: AtomicBool::new(false),
+                cancel_notify: Notify::new(),
+            }),
+        }
+    }
+
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The session this request belongs to, when the era has sessions.
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.protocol_version
+    }
+
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.client_capabilities
+    }
+
+    /// Whether the client sent a progress token (progress is dropped otherwise).
+    pub fn wants_progress(&self) -> bool {
+        self.inner.progress_token.is_some()
+    }
+
+    /// Reports progress. A no-op when the client asked for none.
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), PeerError> {
+        let Some(token) = self.inner.progress_token.clone() else {
+            return Ok(());
+        };
+        let params = ProgressParams {
+            progress_token: token,
+            progress,
+            total,
+            message,
+        };
+        self.inner
+            .peer
+            .notify(methods::NOTIFICATION_PROGRESS, to_value(&params))
+            .await
+    }
+
+    /// Sends a log message (`notifications/message`), filtered by the client's level.
+    pub async fn log(&self, level: LoggingLevel, data: impl Into<Value>) -> Result<(), PeerError> {
+        self.inner.peer.log(level, None, data.into()).await
+    }
+
+    /// Sends any notification related to this request.
+    pub async fn notify(&self, method: &'static str, params: Value) -> Result<(), PeerError> {
+        self.inner.peer.notify(method, params).await
+    }
+
+    /// Asks the user a question through the client (`elicitation/create`, form mode).
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        requested_schema: JsonObject,
+    ) -> Result<ElicitResult, PeerError> {
+        if !self.client_capabilities().elicitation_form()
+            || !self.protocol_version().has_elicitation()
+        {
+            return Err(PeerError::MissingCapability("elicitation"));
+        }
+        let params = ElicitParams {
+            message: message.into(),
+            requested_schema,
+        };
+        self.ask(methods::ELICITATION_CREATE, to_value(&params))
+            .await
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn sample(
+        &self,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, PeerError> {
+        if self.client_capabilities().sampling.is_none() {
+            return Err(PeerError::MissingCapability("sampling"));
+        }
+        self.ask(methods::SAMPLING_CREATE_MESSAGE, to_value(&params))
+            .await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> Result<ListRootsResult, PeerError> {
+        if self.client_capabilities().roots.is_none() {
+            return Err(PeerError::MissingCapability("roots"));
+        }
+        self.ask(methods::ROOTS_LIST, Value::Object(JsonObject::new()))
+            .await
+    }
+
+    async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<T, PeerError> {
+        let v = self
+            .inner
+            .peer
+            .request(method, params, self.inner.ask_timeout)
+            .await?;
+        serde_json::from_value(v).map_err(|e| PeerError::Malformed(e.to_string()))
+    }
+
+    /// See [`Peer::release_connection`].
+    pub async fn release_connection(&self) {
+        self.inner.peer.release_connection().await;
+    }
+
+    /// True once the client cancelled this request (or it timed out). The
+    /// handler's future is dropped right after, so this matters only for
+    /// work the handler handed to other tasks.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Resolves when the request is cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.cancel_notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    pub(crate) fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::Release);
+        self.inner.cancel_notify.notify_waiters();
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}

@@ -1,0 +1,273 @@
+//! Method dispatch, once, for every transport and era: the request methods
+//! that need no session state. Session-state methods (`initialize`,
+//! `logging/setLevel`, `resources/subscribe`, …) live in the session actor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use mcpd_protocol::methods as m;
+use mcpd_protocol::types::{
+    parse_params, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionRef,
+    Implementation, JsonObject, ListChangedCapability, ListParams, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
+    ResourcesCapability, ServerCapabilities, UriParams,
+};
+use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
+use serde_json::Value;
+
+use crate::context::RequestContext;
+use crate::handler::ToolError;
+use crate::registry::Registry;
+
+/// Limits and timings for sessions and requests.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Sessions held at once; `initialize` over it gets 503.
+    pub max_sessions: usize,
+    /// Requests in flight per session; more get an overload error.
+    pub max_in_flight_per_session: usize,
+    /// A request still running after this is ended with a timeout error.
+    pub request_timeout: Duration,
+    /// How long a server → client request waits for its answer.
+    pub client_request_timeout: Duration,
+    /// A session with no traffic, no open stream and nothing in flight for
+    /// this long is ended.
+    pub session_idle_timeout: Duration,
+    /// Messages buffered per open SSE connection; a client that falls this
+    /// far behind is disconnected (it can resume from the event log).
+    pub stream_buffer: usize,
+    /// The `retry` hint (ms) sent with priming events and before closing a
+    /// connection the client should come back to.
+    pub sse_retry_ms: u64,
+    /// Mailbox capacity of a session actor.
+    pub session_mailbox: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_sessions: 10_000,
+            max_in_flight_per_session: 64,
+            request_timeout: Duration::from_secs(300),
+            client_request_timeout: Duration::from_secs(60),
+            session_idle_timeout: Duration::from_secs(1800),
+            stream_buffer: 256,
+            sse_retry_ms: 1000,
+            session_mailbox: 256,
+        }
+    }
+}
+
+/// What the server is: its identity, its catalogue, its limits.
+pub struct McpServer {
+    pub info: Implementation,
+    pub instructions: Option<String>,
+    pub registry: Registry,
+    pub limits: Limits,
+}
+
+impl McpServer {
+    pub fn new(info: Implementation, registry: Registry, limits: Limits) -> Self {
+        Self {
+            info,
+            instructions: None,
+            registry,
+            limits,
+        }
+    }
+
+    /// Capabilities: only what is implemented is declared.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
+            resources: Some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
+            prompts: Some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
+            logging: Some(JsonObject::new()),
+            completions: Some(JsonObject::new()),
+        }
+    }
+
+    /// Whether `method` is a request this dispatch serves.
+    pub fn handles(method: &str) -> bool {
+        matches!(
+            method,
+            m::TOOLS_LIST
+                | m::TOOLS_CALL
+                | m::RESOURCES_LIST
+                | m::RESOURCES_TEMPLATES_LIST
+                | m::RESOURCES_READ
+                | m::PROMPTS_LIST
+                | m::PROMPTS_GET
+                | m::COMPLETION_COMPLETE
+                | m::PING
+        )
+    }
+
+    /// Runs one request. The future owns everything it needs, so a request
+    /// actor can run it and drop it to cancel.
+    pub fn dispatch(
+        self: &Arc<Self>,
+        method: String,
+        params: Option<JsonObject>,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let p = params.as_ref();
+            let v = ctx.protocol_version();
+            match method.as_str() {
+                m::PING => Ok(Value::Object(JsonObject::new())),
+                m::TOOLS_LIST => {
+                    let ListParams { cursor } = parse_params(p)?;
+                    let (tools, next_cursor) = this.registry.tools_page(cursor.as_deref())?;
+                    let tools = tools.into_iter().map(|t| t.for_version(v)).collect();
+                    to_json(&ListToolsResult { tools, next_cursor })
+                }
+                m::TOOLS_CALL => this.call_tool(parse_params(p)?, ctx).await,
+                m::RESOURCES_LIST => {
+                    let ListParams { cursor } = parse_params(p)?;
+                    let (resources, next_cursor) =
+                        this.registry.resources_page(cursor.as_deref()).await?;
+                    to_json(&ListResourcesResult {
+                        resources,
+                        next_cursor,
+                    })
+                }
+                m::RESOURCES_TEMPLATES_LIST => {
+                    let ListParams { cursor } = parse_params(p)?;
+                    let (resource_templates, next_cursor) =
+                        this.registry.templates_page(cursor.as_deref())?;
+                    to_json(&ListResourceTemplatesResult {
+                        resource_templates,
+                        next_cursor,
+                    })
+                }
+                m::RESOURCES_READ => {
+                    let UriParams { uri } = parse_params(p)?;
+                    for provider in this.registry.resource_providers() {
+                        if let Some(contents) = provider.read(&uri, &ctx).await? {
+                            return to_json(&ReadResourceResult { contents });
+                        }
+                    }
+                    Err(ErrorObject::new(
+                        ErrorCode::RESOURCE_NOT_FOUND,
+                        format!("Resource not found: {uri}"),
+                    )
+                    .with_data(serde_json::json!({ "uri": uri })))
+                }
+                m::PROMPTS_LIST => {
+                    let ListParams { cursor } = parse_params(p)?;
+                    let (prompts, next_cursor) = this.registry.prompts_page(cursor.as_deref())?;
+                    to_json(&ListPromptsResult {
+                        prompts,
+                        next_cursor,
+                    })
+                }
+                m::PROMPTS_GET => {
+                    let params: mcpd_protocol::types::GetPromptParams = parse_params(p)?;
+                    let (provider, def) = this.registry.prompt(&params.name).ok_or_else(|| {
+                        ErrorObject::invalid_params(format!("Unknown prompt: {}", params.name))
+                    })?;
+                    let args = params.arguments.unwrap_or_default();
+                    for a in def.arguments.iter().filter(|a| a.required == Some(true)) {
+                        if !args.contains_key(&a.name) {
+                            return Err(ErrorObject::invalid_params(format!(
+                                "Missing required argument {:?} for prompt {:?}",
+                                a.name, params.name
+                            )));
+                        }
+                    }
+                    to_json(&provider.get(&params.name, &args, &ctx).await?)
+                }
+                m::COMPLETION_COMPLETE => this.complete(parse_params(p)?).await,
+                other => Err(ErrorObject::method_not_found(other)),
+            }
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolParams,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        let tool = self
+            .registry
+            .tool(&params.name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)))?;
+        let v = ctx.protocol_version();
+        let result = match tool.call(params.arguments.unwrap_or_default(), ctx).await {
+            Ok(r) => r,
+            Err(ToolError::Failed(msg)) => mcpd_protocol::types::CallToolResult::error(msg),
+            Err(ToolError::InvalidArguments(msg)) if v >= ProtocolVersion::V2025_11_25 => {
+                mcpd_protocol::types::CallToolResult::error(format!(
+                    "Invalid arguments for tool {}: {msg}",
+                    params.name
+                ))
+            }
+            Err(ToolError::InvalidArguments(msg)) => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "Invalid arguments for tool {}: {msg}",
+                    params.name
+                )))
+            }
+            Err(ToolError::Protocol(e)) => return Err(e),
+        };
+        to_json(&result.for_version(v))
+    }
+
+    async fn complete(&self, params: CompleteParams) -> Result<Value, ErrorObject> {
+        let arg = &params.argument;
+        let values = match &params.reference {
+            CompletionRef::Prompt { name } => {
+                let (provider, def) = self.registry.prompt(name).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown prompt: {name}"))
+                })?;
+                if !def.arguments.iter().any(|a| a.name == arg.name) {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "Prompt {name:?} has no argument {:?}",
+                        arg.name
+                    )));
+                }
+                provider.complete(name, &arg.name, &arg.value).await
+            }
+            CompletionRef::Resource { uri } => {
+                let mut found = None;
+                for p in self.registry.resource_providers() {
+                    if let Some(v) = p.complete(uri, &arg.name, &arg.value).await {
+                        found = Some(v);
+                        break;
+                    }
+                }
+                let known = self
+                    .registry
+                    .templates_page(None)
+                    .map(|(t, _)| t.iter().any(|t| &t.uri_template == uri))?;
+                match found {
+                    Some(v) => v,
+                    None if known => Vec::new(),
+                    None => {
+                        return Err(ErrorObject::invalid_params(format!(
+                            "Unknown resource template: {uri}"
+                        )))
+                    }
+                }
+            }
+        };
+        to_json(&CompleteResult {
+            completion: Completion::from_values(values),
+        })
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(v)
+        .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
+}

@@ -1,0 +1,238 @@
+//! The extension API: what a platform user implements to add tools,
+//! resources and prompts. A tool is one small type (or one closure with
+//! [`tool_fn`]); its JSON Schema is derived from its argument type.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcpd_protocol::types::{
+    CallToolResult, GetPromptResult, JsonObject, Prompt, Resource, ResourceContents,
+    ResourceTemplate, Tool as ToolDef,
+};
+use mcpd_protocol::ErrorObject;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::context::{PeerError, RequestContext};
+
+/// How a tool call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments do not fit the tool's input schema. Reported as an
+    /// `isError` result on 2025-11-25 (so the model can correct itself),
+    /// as `-32602` on older revisions.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The tool ran and failed; the client sees an `isError` result.
+    #[error("{0}")]
+    Failed(String),
+    /// A protocol-level error (JSON-RPC error response).
+    #[error("{0}")]
+    Protocol(ErrorObject),
+}
+
+impl From<PeerError> for ToolError {
+    fn from(e: PeerError) -> Self {
+        ToolError::Failed(e.to_string())
+    }
+}
+
+/// A tool. Implement this directly for full control, or use [`tool_fn`].
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The definition `tools/list` shows.
+    fn definition(&self) -> ToolDef;
+    /// Runs the tool. `args` is the `arguments` object (empty when absent).
+    async fn call(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext,
+    ) -> Result<CallToolResult, ToolError>;
+}
+
+/// Resources: a provider lists what it has and reads what it owns.
+#[async_trait]
+pub trait ResourceProvider: Send + Sync + 'static {
+    /// Every concrete resource (the registry pages through them).
+    async fn list(&self) -> Vec<Resource>;
+    /// URI templates (RFC 6570) this provider can read.
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        Vec::new()
+    }
+    /// Reads `uri`; `Ok(None)` means "not mine" (the next provider is asked,
+    /// and `-32002` follows when nobody owns it).
+    async fn read(
+        &self,
+        uri: &str,
+        ctx: &RequestContext,
+    ) -> Result<Option<Vec<ResourceContents>>, ErrorObject>;
+    /// Completion for a template variable; `None` when the template is not this provider's.
+    async fn complete(
+        &self,
+        _uri_template: &str,
+        _argument: &str,
+        _value: &str,
+    ) -> Option<Vec<String>> {
+        None
+    }
+}
+
+/// Prompts: a provider lists its prompts, renders them and completes their arguments.
+#[async_trait]
+pub trait PromptProvider: Send + Sync + 'static {
+    fn prompts(&self) -> Vec<Prompt>;
+    /// Renders prompt `name` (the registry has already checked required arguments).
+    async fn get(
+        &self,
+        name: &str,
+        args: &JsonObject,
+        ctx: &RequestContext,
+    ) -> Result<GetPromptResult, ErrorObject>;
+    /// Values for argument `argument` of prompt `name` that start like `value`.
+    async fn complete(&self, _name: &str, _argument: &str, _value: &str) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// JSON Schema for `T` as an MCP `inputSchema`/`outputSchema`: root `type:
+/// "object"`, 2020-12 dialect (the default, so `$schema` is left out).
+pub fn schema_for<T: JsonSchema>() -> JsonObject {
+    let schema = schemars::schema_for!(T);
+    let mut obj = match serde_json::to_value(&schema) {
+        Ok(Value::Object(o)) => o,
+        _ => JsonObject::new(),
+    };
+    obj.remove("$schema");
+    obj.remove("title");
+    obj.entry("type").or_insert_with(|| Value::from("object"));
+    obj.entry("properties")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    obj
+}
+
+/// Deserializes tool arguments, mapping failure to [`ToolError::InvalidArguments`].
+pub fn parse_args<A: DeserializeOwned>(args: JsonObject) -> Result<A, ToolError> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
+
+/// A tool made from an async closure over typed arguments.
+pub struct FnTool<A, F> {
+    def: ToolDef,
+    f: F,
+    _args: PhantomData<fn(A)>,
+}
+
+/// Makes a tool from a name, a description and an async closure taking typed
+/// arguments. The input schema is derived from `A`.
+///
+/// ```ignore
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Echo { message: String }
+/// let echo = tool_fn("echo", "Returns its message", |a: Echo, _ctx| async move {
+///     Ok(CallToolResult::text(a.message))
+/// });
+/// ```
+pub fn tool_fn<A, F, Fut>(name: &str, description: &str, f: F) -> FnTool<A, F>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+{
+    FnTool {
+        def: ToolDef {
+            name: name.to_owned(),
+            title: None,
+            description: Some(description.to_owned()),
+            input_schema: schema_for::<A>(),
+            output_schema: None,
+            annotations: None,
+        },
+        f,
+        _args: PhantomData,
+    }
+}
+
+impl<A, F> FnTool<A, F> {
+    /// Edits the definition (title, annotations, output schema).
+    pub fn with_definition(mut self, edit: impl FnOnce(&mut ToolDef)) -> Self {
+        edit(&mut self.def);
+        self
+    }
+}
+
+#[async_trait]
+impl<A, F, Fut> Tool for FnTool<A, F>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+{
+    fn definition(&self) -> ToolDef {
+        self.def.clone()
+    }
+
+    async fn call(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext,
+    ) -> Result<CallToolResult, ToolError> {
+        let a = parse_args::<A>(args)?;
+        (self.f)(a, ctx).await
+    }
+}
+
+/// A structured result: `structuredContent` plus the same JSON as text, as
+/// the spec recommends for clients that only read text. Pair it with an
+/// `outputSchema` from [`schema_for`].
+pub fn structured<T: Serialize>(value: &T) -> Result<CallToolResult, ToolError> {
+    let v = serde_json::to_value(value).map_err(|e| ToolError::Failed(e.to_string()))?;
+    Ok(CallToolResult {
+        content: vec![mcpd_protocol::types::Content::text(v.to_string())],
+        structured_content: Some(v),
+        is_error: None,
+    })
+}
+
+/// Shared handles to the user's providers.
+pub type DynTool = Arc<dyn Tool>;
+pub type DynResources = Arc<dyn ResourceProvider>;
+pub type DynPrompts = Arc<dyn PromptProvider>;
+
+/// A tool with a hand-written definition (schema included) over untyped
+/// arguments: for schemas a Rust type cannot express, or proxied tools.
+pub struct RawTool<F> {
+    def: ToolDef,
+    f: F,
+}
+
+pub fn raw_tool<F, Fut>(def: ToolDef, f: F) -> RawTool<F>
+where
+    F: Fn(JsonObject, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+{
+    RawTool { def, f }
+}
+
+#[async_trait]
+impl<F, Fut> Tool for RawTool<F>
+where
+    F: Fn(JsonObject, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+{
+    fn definition(&self) -> ToolDef {
+        self.def.clone()
+    }
+
+    async fn call(
+        &self,
+        args: JsonObject,
+        ctx: RequestContext,
+    ) -> Result<CallToolResult, ToolError> {
+        (self.f)(args, ctx).await
+    }
+}

@@ -1,0 +1,532 @@
+//! The session actor: one per `Mcp-Session-Id`. It owns all session state
+//! (negotiated revision, client capabilities, log level, subscriptions,
+//! in-flight requests in both directions, open streams) and supervises one
+//! [`RequestActor`] per in-flight client request. Nothing outside it mutates
+//! session state, so there are no locks around it.
+//!
+//! Every message sent on an SSE stream is appended to the event log first and
+//! written to the connection after, so a client that lost its connection can
+//! resume with `Last-Event-ID` and miss nothing.
+
+mod streams;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use mcpd_protocol::jsonrpc::{self, Message, Notification, Request, Response};
+use mcpd_protocol::methods as m;
+use mcpd_protocol::types::{
+    parse_params, CancelledParams, ClientCapabilities, Implementation, JsonObject, LoggingLevel,
+    LoggingMessageParams, SetLevelParams, UriParams,
+};
+use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion, RequestId};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::context::{ContextParts, PeerError, RequestContext};
+use crate::dispatch::McpServer;
+use crate::manager::SessionManager;
+use crate::peer::SessionPeer;
+use crate::registry::Change;
+use crate::request::{Cancel, RequestActor, RequestDone};
+use crate::stream::{StreamReceiver, GET_STREAM};
+
+pub use streams::ResumeError;
+use streams::Streams;
+
+/// Why the transport could not hand a message to a session.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SessionError {
+    #[error("Session not found: it ended, expired or never existed; send initialize without a session id to start a new one")]
+    Gone,
+    #[error("Session is overloaded; retry shortly")]
+    Overloaded,
+    #[error("{0}")]
+    Resume(#[from] ResumeError),
+}
+
+/// What a POST gets back from its session.
+#[derive(Debug)]
+pub enum PostReply {
+    /// Only notifications/responses: answer 202.
+    Accepted,
+    /// Requests: the response stream.
+    Stream(StreamReceiver),
+}
+
+/// State needed to build a session (and, later, to rebuild it elsewhere).
+#[derive(Debug, Clone)]
+pub struct SessionInit {
+    pub id: Arc<str>,
+    pub version: ProtocolVersion,
+    pub client_capabilities: Arc<ClientCapabilities>,
+    pub client_info: Implementation,
+}
+
+struct InFlight {
+    key: u64,
+    stream: Arc<str>,
+    actor: Addr<RequestActor>,
+}
+
+struct Outgoing {
+    stream: Arc<str>,
+    reply: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+pub struct SessionActor {
+    init: SessionInit,
+    server: Arc<McpServer>,
+    manager: Arc<SessionManager>,
+    /// `None` until `logging/setLevel`: then everything from `info` up is sent.
+    log_level: Option<LoggingLevel>,
+    subscriptions: HashSet<String>,
+    /// Client → server requests in flight, by the client's id.
+    requests: HashMap<RequestId, InFlight>,
+    /// Server → client requests awaiting the client's answer, by our id.
+    outgoing: HashMap<RequestId, Outgoing>,
+    next_request_key: u64,
+    next_outgoing_id: i64,
+    streams: Streams,
+    last_activity: Instant,
+}
+
+// --- messages from the transport ---
+
+/// Client messages from one POST.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Post {
+    pub messages: Vec<Message>,
+    pub batch: bool,
+    pub reply: oneshot::Sender<PostReply>,
+}
+
+/// Open the standalone GET stream, or resume a stream after `last_event_id`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OpenStream {
+    pub last_event_id: Option<String>,
+    pub reply: oneshot::Sender<Result<StreamReceiver, ResumeError>>,
+}
+
+/// End the session (DELETE, shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Terminate;
+
+// --- messages from request actors (through their peer) ---
+
+#[derive(Message)]
+#[rtype(result = "Result<(), PeerError>")]
+pub(crate) struct Emit {
+    pub key: u64,
+    pub stream: Arc<str>,
+    pub message: Value,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), PeerError>")]
+pub(crate) struct Log {
+    pub key: u64,
+    pub stream: Arc<str>,
+    pub params: LoggingMessageParams,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<RequestId, PeerError>")]
+pub(crate) struct Ask {
+    pub key: u64,
+    pub stream: Arc<str>,
+    pub method: &'static str,
+    pub params: Value,
+    pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct AskTimedOut {
+    pub id: RequestId,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Release {
+    pub stream: Arc<str>,
+}
+
+// --- messages from the manager ---
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Changed(pub Change);
+
+// === impl SessionActor ===
+
+impl SessionActor {
+    pub(crate) fn new(
+        init: SessionInit,
+        server: Arc<McpServer>,
+        manager: Arc<SessionManager>,
+    ) -> Self {
+        let streams = Streams::new(
+            init.id.clone(),
+            init.version,
+            manager.event_log(),
+            server.limits.clone(),
+        );
+        Self {
+            init,
+            server,
+            manager,
+            log_level: None,
+            subscriptions: HashSet::new(),
+            requests: HashMap::new(),
+            outgoing: HashMap::new(),
+            next_request_key: 0,
+            next_outgoing_id: 0,
+            streams,
+            last_activity: Instant::now(),
+        }
+    }
+
+    fn handle_notification(&mut self, n: Notification) {
+        // initialized, roots/list_changed and unknown notifications need nothing.
+        if n.method != m::NOTIFICATION_CANCELLED {
+            return;
+        }
+        // Invalid or unknown cancellations are ignored silently (spec).
+        let Ok(p) = parse_params::<CancelledParams>(n.params.as_ref()) else {
+            return;
+        };
+        if let Some(req) = self.requests.remove(&p.request_id) {
+            tracing::debug!(session = %self.init.id, id = %p.request_id, "request cancelled by client");
+            req.actor.do_send(Cancel);
+            self.streams.request_ended(&req.stream, None);
+        }
+    }
+
+    fn handle_response(&mut self, r: Response) {
+        match self.outgoing.remove(&r.id) {
+            Some(o) => {
+                let _ = o.reply.send(r.outcome);
+            }
+            None => {
+                tracing::debug!(session = %self.init.id, id = %r.id, "answer to no pending server request")
+            }
+        }
+    }
+
+    /// Starts one client request on `stream`.
+    fn start_request(&mut self, r: Request, stream: &Arc<str>, ctx: &mut Context<Self>) {
+        let params = r.params.as_ref();
+        let immediate: Option<Result<Value, ErrorObject>> = match r.method.as_str() {
+            m::INITIALIZE => Some(Err(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                "Session already initialized: send initialize without Mcp-Session-Id to start a new session",
+            ))),
+            m::PING => Some(Ok(empty())),
+            m::LOGGING_SET_LEVEL => Some(parse_params::<SetLevelParams>(params).map(|p| {
+                self.log_level = Some(p.level);
+                empty()
+            })),
+            m::RESOURCES_SUBSCRIBE => Some(parse_params::<UriParams>(params).map(|p| {
+                self.manager.subscribe(&p.uri, &self.init.id);
+                self.subscriptions.insert(p.uri);
+                empty()
+            })),
+            m::RESOURCES_UNSUBSCRIBE => Some(parse_params::<UriParams>(params).map(|p| {
+                self.manager.unsubscribe(&p.uri, &self.init.id);
+                self.subscriptions.remove(&p.uri);
+                empty()
+            })),
+            _ if self.requests.contains_key(&r.id) => Some(Err(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("Request id {} is already in use by a request in flight", r.id),
+            ))),
+            method if !McpServer::handles(method) => Some(Err(ErrorObject::method_not_found(method))),
+            _ if self.requests.len() >= self.server.limits.max_in_flight_per_session => {
+                Some(Err(ErrorObject::new(
+                    ErrorCode::OVERLOADED,
+                    format!(
+                        "Too many requests in flight for this session (limit {}); retry when some finish",
+                        self.server.limits.max_in_flight_per_session
+                    ),
+                )
+                .with_data(serde_json::json!({ "retryAfterMs": 1000 }))))
+            }
+            _ => None,
+        };
+        if let Some(outcome) = immediate {
+            let msg = jsonrpc::outcome_response(&r.id, &outcome);
+            self.streams.request_ended(stream, Some(msg));
+            return;
+        }
+
+        self.next_request_key += 1;
+        let key = self.next_request_key;
+        let progress_token = r
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|meta| meta.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let peer = SessionPeer::new(ctx.address(), key, stream.clone());
+        let rctx = RequestContext::new(ContextParts {
+            request_id: r.id.clone(),
+            progress_token,
+            client_capabilities: self.init.client_capabilities.clone(),
+            protocol_version: self.init.version,
+            session_id: Some(self.init.id.clone()),
+            peer: Arc::new(peer),
+            ask_timeout: self.server.limits.client_request_timeout,
+        });
+        let work = self.server.dispatch(r.method, r.params, rctx.clone());
+        let actor = RequestActor::new(
+            key,
+            work,
+            rctx,
+            ctx.address().recipient(),
+            self.server.limits.request_timeout,
+            self.manager.stats(),
+        )
+        .start();
+        self.requests.insert(
+            r.id,
+            InFlight {
+                key,
+                stream: stream.clone(),
+                actor,
+            },
+        );
+    }
+
+    fn request_by_key(&self, key: u64) -> Option<&RequestId> {
+        self.requests
+            .iter()
+            .find(|(_, f)| f.key == key)
+            .map(|(id, _)| id)
+    }
+
+    fn idle(&self) -> bool {
+        self.requests.is_empty() && !self.streams.any_connected()
+    }
+}
+
+fn empty() -> Value {
+    Value::Object(JsonObject::new())
+}
+
+impl Actor for SessionActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(self.server.limits.session_mailbox);
+        let idle = self.server.limits.session_idle_timeout;
+        let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        ctx.run_interval(every, move |act, ctx| {
+            if act.idle() && act.last_activity.elapsed() >= idle {
+                tracing::info!(session = %act.init.id, "session expired after {:?} idle", idle);
+                ctx.stop();
+            }
+        });
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        for (_, req) in self.requests.drain() {
+            req.actor.do_send(Cancel);
+        }
+        for (_, o) in self.outgoing.drain() {
+            let _ = o.reply.send(Err(ErrorObject::new(
+                ErrorCode::SERVER_ERROR,
+                "session ended",
+            )));
+        }
+        for uri in self.subscriptions.drain() {
+            self.manager.unsubscribe(&uri, &self.init.id);
+        }
+        self.streams.close_all();
+        self.manager.session_stopped(&self.init.id);
+    }
+}
+
+impl Handler<Post> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Post, ctx: &mut Context<Self>) {
+        self.last_activity = Instant::now();
+        let mut requests = Vec::new();
+        for message in msg.messages {
+            match message {
+                Message::Request(r) => requests.push(r),
+                Message::Notification(n) => self.handle_notification(n),
+                Message::Response(r) => self.handle_response(r),
+            }
+        }
+        if requests.is_empty() {
+            let _ = msg.reply.send(PostReply::Accepted);
+            self.streams.flush(ctx); // a cancellation may have ended a stream
+            return;
+        }
+        let (stream, rx) = self.streams.open_post(requests.len(), msg.batch);
+        let _ = msg.reply.send(PostReply::Stream(rx));
+        for r in requests {
+            self.start_request(r, &stream, ctx);
+        }
+        self.streams.flush(ctx);
+    }
+}
+
+impl Handler<OpenStream> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: OpenStream, ctx: &mut Context<Self>) {
+        self.last_activity = Instant::now();
+        match msg.last_event_id {
+            None => {
+                let rx = self.streams.open_get();
+                let _ = msg.reply.send(Ok(rx));
+                self.streams.flush(ctx);
+            }
+            Some(id) => self.streams.resume(id, msg.reply, ctx),
+        }
+    }
+}
+
+impl Handler<Terminate> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Terminate, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+impl Handler<RequestDone> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RequestDone, ctx: &mut Context<Self>) {
+        self.last_activity = Instant::now();
+        // A request cancelled meanwhile is no longer in the table: no response.
+        let Some(id) = self.request_by_key(msg.key).cloned() else {
+            return;
+        };
+        let Some(req) = self.requests.remove(&id) else {
+            return;
+        };
+        let response = jsonrpc::outcome_response(&id, &msg.outcome);
+        self.streams.request_ended(&req.stream, Some(response));
+        self.streams.flush(ctx);
+    }
+}
+
+impl Handler<Emit> for SessionActor {
+    type Result = Result<(), PeerError>;
+
+    fn handle(&mut self, msg: Emit, ctx: &mut Context<Self>) -> Self::Result {
+        // Nothing may follow a request's response (or its cancellation).
+        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        self.streams.send_interim(&msg.stream, msg.message);
+        self.streams.flush(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Log> for SessionActor {
+    type Result = Result<(), PeerError>;
+
+    fn handle(&mut self, msg: Log, ctx: &mut Context<Self>) -> Self::Result {
+        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        if msg.params.level < self.log_level.unwrap_or(LoggingLevel::Info) {
+            return Ok(());
+        }
+        let params = serde_json::to_value(&msg.params).unwrap_or(Value::Null);
+        self.streams.send_interim(
+            &msg.stream,
+            jsonrpc::notification(m::NOTIFICATION_MESSAGE, params),
+        );
+        self.streams.flush(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Ask> for SessionActor {
+    type Result = Result<RequestId, PeerError>;
+
+    fn handle(&mut self, msg: Ask, ctx: &mut Context<Self>) -> Self::Result {
+        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        self.next_outgoing_id += 1;
+        let id = RequestId::Int(self.next_outgoing_id);
+        self.streams
+            .send_interim(&msg.stream, jsonrpc::request(&id, msg.method, msg.params));
+        self.streams.flush(ctx);
+        self.outgoing.insert(
+            id.clone(),
+            Outgoing {
+                stream: msg.stream,
+                reply: msg.reply,
+            },
+        );
+        Ok(id)
+    }
+}
+
+impl Handler<AskTimedOut> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AskTimedOut, ctx: &mut Context<Self>) {
+        if let Some(o) = self.outgoing.remove(&msg.id) {
+            let params = serde_json::to_value(CancelledParams {
+                request_id: msg.id,
+                reason: Some("no answer in time".into()),
+            })
+            .unwrap_or(Value::Null);
+            self.streams.send_interim(
+                &o.stream,
+                jsonrpc::notification(m::NOTIFICATION_CANCELLED, params),
+            );
+            self.streams.flush(ctx);
+        }
+    }
+}
+
+impl Handler<Release> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Release, ctx: &mut Context<Self>) {
+        self.streams.release(&msg.stream);
+        self.streams.flush(ctx);
+    }
+}
+
+impl Handler<Changed> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, ctx: &mut Context<Self>) {
+        let message = match msg.0 {
+            Change::ToolsListChanged => {
+                jsonrpc::notification(m::NOTIFICATION_TOOLS_LIST_CHANGED, empty())
+            }
+            Change::PromptsListChanged => {
+                jsonrpc::notification(m::NOTIFICATION_PROMPTS_LIST_CHANGED, empty())
+            }
+            Change::ResourcesListChanged => {
+                jsonrpc::notification(m::NOTIFICATION_RESOURCES_LIST_CHANGED, empty())
+            }
+            Change::ResourceUpdated(uri) => {
+                if !self.subscriptions.contains(&uri) {
+                    return;
+                }
+                jsonrpc::notification(
+                    m::NOTIFICATION_RESOURCE_UPDATED,
+                    serde_json::json!({ "uri": uri }),
+                )
+            }
+        };
+        let get: Arc<str> = Arc::from(GET_STREAM);
+        self.streams.send_interim(&get, message);
+        self.streams.flush(ctx);
+    }
+}

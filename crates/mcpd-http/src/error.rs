@@ -1,0 +1,76 @@
+//! Transport errors: each knows its HTTP status and carries a JSON-RPC error
+//! body with a message a person can act on. The one mapping from failure to
+//! status lives here.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use mcpd_core::{ResumeError, SessionError};
+use mcpd_protocol::jsonrpc::{error_response, ParseError};
+use mcpd_protocol::{ErrorCode, ErrorObject};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("Forbidden: {0}")]
+    Forbidden(String),
+    #[error("Not Acceptable: {0}")]
+    NotAcceptable(&'static str),
+    #[error("Unsupported Media Type: Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error("Payload Too Large: the body exceeds the limit of {0} bytes")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+    #[error("Bad Request: {0}")]
+    BadRequest(String),
+    #[error("Bad Request: Mcp-Session-Id header is required (send initialize first to get one)")]
+    MissingSession,
+    #[error("{0}")]
+    Session(#[from] SessionError),
+    #[error("Bad Request: unsupported MCP-Protocol-Version {0:?} (supported: {1})")]
+    BadVersion(String, String),
+    #[error("Service Unavailable: {0}")]
+    Unavailable(String),
+    #[error("Bad Request: could not read the request body: {0}")]
+    Body(String),
+}
+
+impl HttpError {
+    fn rpc_code(&self) -> ErrorCode {
+        match self {
+            Self::Parse(ParseError::Json(_)) => ErrorCode::PARSE_ERROR,
+            Self::Parse(ParseError::Invalid(_)) => ErrorCode::INVALID_REQUEST,
+            Self::BadRequest(_) => ErrorCode::INVALID_REQUEST,
+            Self::Session(SessionError::Gone) => ErrorCode::SESSION_NOT_FOUND,
+            Self::Session(SessionError::Overloaded) | Self::Unavailable(_) => ErrorCode::OVERLOADED,
+            _ => ErrorCode::SERVER_ERROR,
+        }
+    }
+}
+
+impl ResponseError for HttpError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Session(SessionError::Gone) => StatusCode::NOT_FOUND,
+            Self::Session(SessionError::Overloaded) | Self::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::Session(SessionError::Resume(ResumeError::Unavailable(_))) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            _ => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let body = error_response(None, &ErrorObject::new(self.rpc_code(), self.to_string()));
+        let mut res = HttpResponse::build(self.status_code());
+        if self.status_code() == StatusCode::SERVICE_UNAVAILABLE {
+            res.insert_header((header::RETRY_AFTER, "1"));
+        }
+        res.json(body)
+    }
+}

@@ -1,0 +1,79 @@
+//! The actix-web front of mcpd: the Streamable HTTP transport on the MCP
+//! endpoint, SSE, Origin/Host checks and health routes.
+//!
+//! Layout:
+//! - [`transport`]: `POST`/`GET`/`DELETE` handlers.
+//! - [`sse`]: JSON-or-SSE responses, keep-alive.
+//! - [`guard`]: Origin and Host checks (DNS-rebinding protection).
+//! - [`error`]: every transport error with its status and JSON-RPC body.
+//!
+//! [`configure`] mounts everything on an `App`; `main` and the tests use the
+//! same function, so tests exercise exactly what runs in production.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{web, HttpResponse};
+use mcpd_core::SessionManager;
+
+pub mod error;
+pub mod guard;
+pub mod sse;
+pub mod transport;
+
+pub use guard::OriginPolicy;
+
+pub const SESSION_HEADER: &str = "Mcp-Session-Id";
+pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
+
+/// Transport settings, read once at start-up.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The MCP endpoint path.
+    pub path: String,
+    pub origins: OriginPolicy,
+    /// Largest accepted POST body.
+    pub max_body_bytes: usize,
+    /// Interval of SSE keep-alive comments.
+    pub keep_alive: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            path: "/mcp".into(),
+            origins: OriginPolicy::default(),
+            max_body_bytes: 4 * 1024 * 1024,
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// What every handler shares.
+pub struct AppState {
+    pub manager: Arc<SessionManager>,
+    pub config: HttpConfig,
+}
+
+/// Mounts the MCP endpoint and health routes.
+pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg| {
+        let path = state.config.path.clone();
+        cfg.app_data(state)
+            .service(
+                web::resource(path)
+                    .route(web::post().to(transport::post))
+                    .route(web::get().to(transport::get))
+                    .route(web::delete().to(transport::delete))
+                    .default_service(web::to(transport::other_method)),
+            )
+            .route(
+                "/healthz",
+                web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+            )
+            .route(
+                "/readyz",
+                web::get().to(|| async { HttpResponse::Ok().body("ready") }),
+            );
+    }
+}

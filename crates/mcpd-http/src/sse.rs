@@ -1,0 +1,70 @@
+//! Writing a session's response stream as HTTP: a JSON body or an SSE
+//! stream with keep-alive comments.
+
+use std::time::Duration;
+
+use actix_web::http::header;
+use actix_web::HttpResponse;
+use bytes::{BufMut, Bytes, BytesMut};
+use mcpd_core::{StreamItem, StreamReceiver};
+
+/// Encodes one item as SSE.
+pub fn encode(item: &StreamItem) -> Bytes {
+    let mut b = BytesMut::new();
+    match item {
+        StreamItem::Event { id, data, retry_ms } => {
+            if !id.is_empty() {
+                b.put_slice(b"id: ");
+                b.put_slice(id.as_bytes());
+                b.put_u8(b'\n');
+            }
+            if let Some(ms) = retry_ms {
+                b.put_slice(format!("retry: {ms}\n").as_bytes());
+            }
+            if data.is_empty() {
+                b.put_slice(b"data: \n\n");
+            } else {
+                b.put_slice(b"event: message\ndata: ");
+                b.put_slice(data);
+                b.put_slice(b"\n\n");
+            }
+        }
+        StreamItem::Retry(ms) => b.put_slice(format!("retry: {ms}\n\n").as_bytes()),
+        StreamItem::Json(data) => {
+            b.put_slice(b"event: message\ndata: ");
+            b.put_slice(data);
+            b.put_slice(b"\n\n");
+        }
+    }
+    b.freeze()
+}
+
+/// An SSE response: `first` (if any), then the rest of `rx`, with a comment
+/// every `keep_alive` so idle connections survive proxies.
+pub fn sse_response(
+    first: Option<StreamItem>,
+    rx: StreamReceiver,
+    keep_alive: Duration,
+    session: &str,
+) -> HttpResponse {
+    let start = tokio::time::Instant::now() + keep_alive;
+    let tick = tokio::time::interval_at(start, keep_alive);
+    let body = futures_util::stream::unfold(
+        (rx, first, tick),
+        |(mut rx, mut first, mut tick)| async move {
+            if let Some(item) = first.take() {
+                return Some((Ok::<_, actix_web::Error>(encode(&item)), (rx, None, tick)));
+            }
+            tokio::select! {
+                item = rx.recv() => item.map(|i| (Ok(encode(&i)), (rx, None, tick))),
+                _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, None, tick))),
+            }
+        },
+    );
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/event-stream"))
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .insert_header((crate::SESSION_HEADER, session))
+        .streaming(body)
+}

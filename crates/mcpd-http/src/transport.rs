@@ -1,0 +1,217 @@
+//! The Streamable HTTP transport: `POST`, `GET` and `DELETE` on the MCP
+//! endpoint, as `spec/streamable-http.md` lays them out, check by check in
+//! the SDKs' order. It holds no session state: it turns HTTP into messages
+//! for a [`mcpd_core::SessionHandle`] and the session's stream back into HTTP.
+
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use mcpd_core::{InitializeError, PostReply, SessionError, SessionHandle, StreamItem};
+use mcpd_protocol::jsonrpc::{self, Body, Message};
+use mcpd_protocol::{methods, version, ProtocolVersion};
+
+use crate::error::HttpError;
+use crate::sse::sse_response;
+use crate::{AppState, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+
+fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// Whether `Accept` lists `want` (or a wildcard covering it).
+fn accepts(h: &HeaderMap, want: &str) -> bool {
+    let (ty, _) = want.split_once('/').unwrap_or((want, ""));
+    h.get_all(header::ACCEPT)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let media = item
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            media == want || media == "*/*" || media == format!("{ty}/*")
+        })
+}
+
+/// The `MCP-Protocol-Version` check: absent is fine (the session's revision
+/// applies); present must name a supported revision.
+fn check_version_header(h: &HeaderMap) -> Result<(), HttpError> {
+    match header_str(h, PROTOCOL_VERSION_HEADER) {
+        None => Ok(()),
+        Some(v) if ProtocolVersion::parse_supported(v).is_some() => Ok(()),
+        Some(v) => Err(HttpError::BadVersion(
+            v.to_owned(),
+            version::supported_list().join(", "),
+        )),
+    }
+}
+
+fn session_of(state: &AppState, h: &HeaderMap) -> Result<SessionHandle, HttpError> {
+    let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
+    state
+        .manager
+        .get(id)
+        .ok_or(HttpError::Session(SessionError::Gone))
+}
+
+async fn read_body(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<BytesMut, HttpError> {
+    let declared =
+        header_str(req.headers(), "content-length").and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(HttpError::TooLarge(limit));
+    }
+    let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| HttpError::Body(e.to_string()))?;
+        if body.len() + chunk.len() > limit {
+            return Err(HttpError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// `POST /mcp`: one client message or (2025-03-26) a batch.
+pub async fn post(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, HttpError> {
+    let h = req.headers();
+    state.config.origins.check(&req)?;
+    if !accepts(h, "application/json") || !accepts(h, "text/event-stream") {
+        return Err(HttpError::NotAcceptable(
+            "Accept must list both application/json and text/event-stream",
+        ));
+    }
+    let content_type = header_str(h, "content-type").unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+    {
+        return Err(HttpError::UnsupportedMediaType);
+    }
+    let bytes = read_body(&req, payload, state.config.max_body_bytes).await?;
+    let body = Body::parse(&bytes)?;
+
+    let is_init = |m: &Message| matches!(m, Message::Request(r) if r.method == methods::INITIALIZE);
+    if body.messages().iter().any(is_init) {
+        if body.is_batch() {
+            return Err(HttpError::BadRequest(
+                "initialize must not be part of a JSON-RPC batch".into(),
+            ));
+        }
+        return initialize(body, h, &state);
+    }
+
+    let session = session_of(&state, h)?;
+    check_version_header(h)?;
+    if body.is_batch() && !session.version().allows_batches() {
+        return Err(HttpError::BadRequest(format!(
+            "JSON-RPC batches are not allowed at protocol version {}: send one message per POST",
+            session.version()
+        )));
+    }
+    let batch = body.is_batch();
+    match session.post(body.into_messages(), batch).await? {
+        PostReply::Accepted => Ok(HttpResponse::Accepted()
+            .insert_header((SESSION_HEADER, session.id()))
+            .finish()),
+        PostReply::Stream(mut rx) => {
+            let first = rx.recv().await;
+            match first {
+                Some(StreamItem::Json(json)) => Ok(HttpResponse::Ok()
+                    .insert_header((header::CONTENT_TYPE, "application/json"))
+                    .insert_header((SESSION_HEADER, session.id()))
+                    .body(json)),
+                other => Ok(sse_response(
+                    other,
+                    rx,
+                    state.config.keep_alive,
+                    session.id(),
+                )),
+            }
+        }
+    }
+}
+
+fn initialize(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpResponse, HttpError> {
+    if let Some(id) = header_str(h, SESSION_HEADER) {
+        // A known session is already initialised; an unknown one is gone.
+        state
+            .manager
+            .get(id)
+            .ok_or(HttpError::Session(SessionError::Gone))?;
+        return Err(HttpError::BadRequest(
+            "Session already initialized: send initialize without Mcp-Session-Id to start a new session".into(),
+        ));
+    }
+    let Message::Request(r) = body.into_messages().remove(0) else {
+        unreachable!("checked by the caller: the body is one initialize request")
+    };
+    match state.manager.initialize(r.params.as_ref()) {
+        Ok((session, result)) => Ok(HttpResponse::Ok()
+            .insert_header((SESSION_HEADER, session.id()))
+            .json(jsonrpc::response(&r.id, result))),
+        Err(InitializeError::InvalidParams(e)) => {
+            Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
+        }
+        Err(e @ InitializeError::TooManySessions(_)) => Err(HttpError::Unavailable(e.to_string())),
+    }
+}
+
+/// `GET /mcp`: the standalone stream, or a resumption with `Last-Event-ID`.
+pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, HttpError> {
+    let h = req.headers();
+    state.config.origins.check(&req)?;
+    if !accepts(h, "text/event-stream") {
+        return Err(HttpError::NotAcceptable(
+            "Accept must list text/event-stream",
+        ));
+    }
+    let session = session_of(&state, h)?;
+    check_version_header(h)?;
+    let last = header_str(h, "last-event-id")
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    let rx = session.open_stream(last).await?;
+    Ok(sse_response(
+        None,
+        rx,
+        state.config.keep_alive,
+        session.id(),
+    ))
+}
+
+/// `DELETE /mcp`: ends the session and everything running in it.
+pub async fn delete(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, HttpError> {
+    let h = req.headers();
+    state.config.origins.check(&req)?;
+    let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
+    check_version_header(h)?;
+    if state.manager.terminate(id) {
+        Ok(HttpResponse::Ok().finish())
+    } else {
+        Err(HttpError::Session(SessionError::Gone))
+    }
+}
+
+/// Any other method on the MCP endpoint.
+pub async fn other_method() -> HttpResponse {
+    HttpResponse::MethodNotAllowed()
+        .insert_header((header::ALLOW, "GET, POST, DELETE"))
+        .finish()
+}

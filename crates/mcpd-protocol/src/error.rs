@@ -1,0 +1,75 @@
+//! The JSON-RPC error codes mcpd sends, in one place.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A JSON-RPC error code. Standard codes first, then MCP's, then mcpd's own
+/// (in the implementation-defined range -32000..-32099).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i64);
+
+impl ErrorCode {
+    pub const PARSE_ERROR: Self = Self(-32700);
+    pub const INVALID_REQUEST: Self = Self(-32600);
+    pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    pub const INVALID_PARAMS: Self = Self(-32602);
+    pub const INTERNAL_ERROR: Self = Self(-32603);
+    /// MCP: `resources/read` of an unknown URI.
+    pub const RESOURCE_NOT_FOUND: Self = Self(-32002);
+    /// Transport-level failure (the SDKs use -32000 for these).
+    pub const SERVER_ERROR: Self = Self(-32000);
+    /// The session named by `Mcp-Session-Id` does not exist (the SDKs' code).
+    pub const SESSION_NOT_FOUND: Self = Self(-32001);
+    /// mcpd: a cap was reached (in-flight requests, sessions, mailbox); retry later.
+    pub const OVERLOADED: Self = Self(-32005);
+    /// mcpd: the request ran past its deadline.
+    pub const REQUEST_TIMEOUT: Self = Self(-32006);
+}
+
+/// The `error` member of a JSON-RPC response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    pub code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INVALID_PARAMS, message)
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+}
+
+impl std::fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code.0)
+    }
+}
+
+impl std::error::Error for ErrorObject {}

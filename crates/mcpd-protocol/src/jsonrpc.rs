@@ -1,0 +1,326 @@
+//! JSON-RPC 2.0 messages: ids, the four message kinds, and parsing a POST
+//! body into them with the errors the spec asks for.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorCode, ErrorObject};
+
+/// A request id: a string or an integer (never null, never a float).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Int(i64),
+    Str(String),
+}
+
+impl RequestId {
+    fn from_value(v: &Value) -> Option<Self> {
+        match v {
+            Value::String(s) => Some(Self::Str(s.clone())),
+            Value::Number(n) => n.as_i64().map(Self::Int),
+            _ => None,
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Int(i) => Value::from(*i),
+            Self::Str(s) => Value::from(s.clone()),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Int(i) => write!(f, "{i}"),
+            Self::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A request: has an id and expects exactly one response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Option<Map<String, Value>>,
+}
+
+/// A notification: no id, never answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub method: String,
+    pub params: Option<Map<String, Value>>,
+}
+
+/// A response to a request the *other* side sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub id: RequestId,
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+/// One JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+}
+
+/// Why a body could not be read as JSON-RPC. Each maps to HTTP 400 with the
+/// given JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    #[error("Parse error: {0}")]
+    Json(String),
+    #[error("Invalid Request: {0}")]
+    Invalid(String),
+}
+
+impl ParseError {
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Self::Json(_) => ErrorObject::new(ErrorCode::PARSE_ERROR, self.to_string()),
+            Self::Invalid(_) => ErrorObject::new(ErrorCode::INVALID_REQUEST, self.to_string()),
+        }
+    }
+}
+
+/// A POST body: one message or (2025-03-26 only) a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Single(Message),
+    Batch(Vec<Message>),
+}
+
+impl Body {
+    /// Parses bytes into a body. Invalid JSON is a parse error; valid JSON
+    /// that is not JSON-RPC (including an empty batch) is an invalid request.
+    pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| ParseError::Json(e.to_string()))?;
+        match value {
+            Value::Array(items) if items.is_empty() => {
+                Err(ParseError::Invalid("empty batch".into()))
+            }
+            Value::Array(items) => items
+                .into_iter()
+                .map(Message::from_value)
+                .collect::<Result<_, _>>()
+                .map(Body::Batch),
+            other => Message::from_value(other).map(Body::Single),
+        }
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        match self {
+            Self::Single(m) => std::slice::from_ref(m),
+            Self::Batch(ms) => ms,
+        }
+    }
+
+    pub fn into_messages(self) -> Vec<Message> {
+        match self {
+            Self::Single(m) => vec![m],
+            Self::Batch(ms) => ms,
+        }
+    }
+
+    pub fn is_batch(&self) -> bool {
+        matches!(self, Self::Batch(_))
+    }
+
+    pub fn has_requests(&self) -> bool {
+        self.messages()
+            .iter()
+            .any(|m| matches!(m, Message::Request(_)))
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> ParseError {
+    ParseError::Invalid(msg.into())
+}
+
+impl Message {
+    /// Reads one JSON value as a JSON-RPC message, strictly.
+    pub fn from_value(value: Value) -> Result<Self, ParseError> {
+        let Value::Object(mut obj) = value else {
+            return Err(invalid("a JSON-RPC message must be a JSON object"));
+        };
+        match obj.get("jsonrpc") {
+            Some(Value::String(v)) if v == "2.0" => {}
+            _ => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
+        }
+        let id = match obj.remove("id") {
+            None => None,
+            Some(Value::Null) => {
+                // A null id is only meaningful on an error response whose
+                // request id could not be read; such a reply answers nothing.
+                if obj.contains_key("method") {
+                    return Err(invalid("request \"id\" must not be null"));
+                }
+                None
+            }
+            Some(v) => Some(
+                RequestId::from_value(&v)
+                    .ok_or_else(|| invalid("\"id\" must be a string or an integer"))?,
+            ),
+        };
+        if let Some(method) = obj.remove("method") {
+            let Value::String(method) = method else {
+                return Err(invalid("\"method\" must be a string"));
+            };
+            if obj.contains_key("result") || obj.contains_key("error") {
+                return Err(invalid("a request must not carry \"result\" or \"error\""));
+            }
+            let params = match obj.remove("params") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(p)) => Some(p),
+                Some(_) => return Err(invalid("\"params\" must be an object")),
+            };
+            return Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params }),
+                None => Message::Notification(Notification { method, params }),
+            });
+        }
+        let result = obj.remove("result");
+        let error = obj.remove("error");
+        let outcome = match (result, error) {
+            (Some(r), None) => Ok(r),
+            (None, Some(e)) => Err(serde_json::from_value::<ErrorObject>(e)
+                .map_err(|e| invalid(format!("malformed \"error\" object: {e}")))?),
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "a response must not carry both \"result\" and \"error\"",
+                ))
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "not a request (no \"method\") nor a response (no \"result\"/\"error\")",
+                ))
+            }
+        };
+        match id {
+            Some(id) => Ok(Message::Response(Response { id, outcome })),
+            // An error reply with a null id answers nothing we sent; keep it
+            // as a response with no match so the caller can accept and log it.
+            None => Err(invalid("a response must carry the \"id\" of its request")),
+        }
+    }
+
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Self::Request(r) => Some(&r.method),
+            Self::Notification(n) => Some(&n.method),
+            Self::Response(_) => None,
+        }
+    }
+}
+
+/// Serialises a successful response.
+pub fn response(id: &RequestId, result: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
+}
+
+/// Serialises an error response; `id` is `null` when the request id could
+/// not be read.
+pub fn error_response(id: Option<&RequestId>, error: &ErrorObject) -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.map_or(Value::Null, RequestId::to_value),
+        "error": error,
+    })
+}
+
+/// Serialises a response from an outcome.
+pub fn outcome_response(id: &RequestId, outcome: &Result<Value, ErrorObject>) -> Value {
+    match outcome {
+        Ok(result) => response(id, result.clone()),
+        Err(e) => error_response(Some(id), e),
+    }
+}
+
+/// Serialises a request (server → client).
+pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params})
+}
+
+/// Serialises a notification.
+pub fn notification(method: &str, params: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Message, ParseError> {
+        Message::from_value(v)
+    }
+
+    #[test]
+    fn reads_each_kind() {
+        assert!(matches!(
+            parse(json!({"jsonrpc":"2.0","id":1,"method":"ping"})),
+            Ok(Message::Request(_))
+        ));
+        assert!(matches!(
+            parse(json!({"jsonrpc":"2.0","method":"x"})),
+            Ok(Message::Notification(_))
+        ));
+        assert!(matches!(
+            parse(json!({"jsonrpc":"2.0","id":"a","result":{}})),
+            Ok(Message::Response(_))
+        ));
+        let Ok(Message::Response(r)) =
+            parse(json!({"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}))
+        else {
+            panic!("error response not read")
+        };
+        assert_eq!(r.outcome.unwrap_err().code, ErrorCode(-1));
+    }
+
+    #[test]
+    fn rejects_what_is_not_json_rpc() {
+        for bad in [
+            json!(1),
+            json!("x"),
+            json!({"id":1,"method":"ping"}),
+            json!({"jsonrpc":"1.0","id":1,"method":"ping"}),
+            json!({"jsonrpc":"2.0","id":null,"method":"ping"}),
+            json!({"jsonrpc":"2.0","id":1.5,"method":"ping"}),
+            json!({"jsonrpc":"2.0","id":{},"method":"ping"}),
+            json!({"jsonrpc":"2.0","id":1,"method":7}),
+            json!({"jsonrpc":"2.0","id":1,"method":"m","params":[1]}),
+            json!({"jsonrpc":"2.0","id":1}),
+            json!({"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}),
+            json!({"jsonrpc":"2.0","id":1,"error":{"code":"x"}}),
+        ] {
+            assert!(
+                matches!(parse(bad.clone()), Err(ParseError::Invalid(_))),
+                "accepted {bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn body_parse_errors() {
+        assert!(matches!(
+            Body::parse(b"{bad json"),
+            Err(ParseError::Json(_))
+        ));
+        assert!(matches!(Body::parse(b"[]"), Err(ParseError::Invalid(_))));
+        assert!(matches!(Body::parse(b"\xff\xfe"), Err(ParseError::Json(_))));
+        let b = Body::parse(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"}]"#,
+        )
+        .unwrap();
+        assert!(b.is_batch() && b.has_requests());
+    }
+}

@@ -1,0 +1,125 @@
+//! Protocol revisions and version negotiation.
+
+use std::fmt;
+
+/// A protocol revision mcpd knows. Ordered oldest first, so `>=` compares
+/// revisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProtocolVersion {
+    /// 2024-11-05: only its `initialize` is understood; it negotiates to a
+    /// revision below.
+    V2024_11_05,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// Session-era revisions served on the Streamable HTTP endpoint, newest first.
+    pub const SUPPORTED: [ProtocolVersion; 3] =
+        [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
+    pub const LATEST: ProtocolVersion = Self::V2025_11_25;
+    /// The revision assumed when a request names none (streamable-http.md §9).
+    pub const DEFAULT_WITHOUT_HEADER: ProtocolVersion = Self::V2025_03_26;
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V2024_11_05 => "2024-11-05",
+            Self::V2025_03_26 => "2025-03-26",
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// Parses any revision string mcpd knows (not only supported ones).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "2024-11-05" => Some(Self::V2024_11_05),
+            "2025-03-26" => Some(Self::V2025_03_26),
+            "2025-06-18" => Some(Self::V2025_06_18),
+            "2025-11-25" => Some(Self::V2025_11_25),
+            _ => None,
+        }
+    }
+
+    /// Parses a revision that a session may run at (the `MCP-Protocol-Version` check).
+    pub fn parse_supported(s: &str) -> Option<Self> {
+        Self::parse(s).filter(|v| Self::SUPPORTED.contains(v))
+    }
+
+    /// Version negotiation: a supported requested revision is echoed; any
+    /// other (older, newer, malformed) gets the latest we support.
+    pub fn negotiate(requested: &str) -> Self {
+        Self::parse_supported(requested).unwrap_or(Self::LATEST)
+    }
+
+    /// JSON-RPC batches are part of 2025-03-26 only.
+    pub fn allows_batches(self) -> bool {
+        self <= Self::V2025_03_26
+    }
+
+    /// SSE priming events, `retry` and polling came with 2025-11-25.
+    pub fn has_sse_polling(self) -> bool {
+        self >= Self::V2025_11_25
+    }
+
+    /// Elicitation, `structuredContent`, `title`, `resource_link` came with 2025-06-18.
+    pub fn has_elicitation(self) -> bool {
+        self >= Self::V2025_06_18
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Revision strings for error messages.
+pub fn supported_list() -> Vec<&'static str> {
+    ProtocolVersion::SUPPORTED
+        .iter()
+        .map(|v| v.as_str())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_supported_and_falls_back_to_latest() {
+        assert_eq!(
+            ProtocolVersion::negotiate("2025-06-18"),
+            ProtocolVersion::V2025_06_18
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("2025-03-26"),
+            ProtocolVersion::V2025_03_26
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("2024-11-05"),
+            ProtocolVersion::LATEST
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("1999-01-01"),
+            ProtocolVersion::LATEST
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("2099-01-01"),
+            ProtocolVersion::LATEST
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("garbage"),
+            ProtocolVersion::LATEST
+        );
+    }
+
+    #[test]
+    fn only_the_supported_list_passes_the_header_check() {
+        assert!(ProtocolVersion::parse_supported("2025-11-25").is_some());
+        assert!(ProtocolVersion::parse_supported("2024-11-05").is_none());
+        assert!(ProtocolVersion::parse_supported("2026-07-28").is_none());
+        assert!(ProtocolVersion::parse_supported("").is_none());
+    }
+}

@@ -1,0 +1,72 @@
+//! Where mcpd keeps what must outlive one connection: the event log that
+//! makes SSE streams resumable, and the session directory that lets a session
+//! be found (and, with a shared backend, rebuilt on another replica).
+//!
+//! Layout:
+//! - [`EventLog`] / [`SessionDirectory`]: the contracts, in this file.
+//! - [`memory`]: the in-memory backends (the default, single node).
+//!
+//! The event-log contract: `append` returns only once the event is stored,
+//! and the sequence number it returns is unique and increasing within its
+//! stream. Callers write an event to a socket only after `append` returned,
+//! so a client can always resume from any id it has seen.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub mod memory;
+
+pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
+
+/// One stored event: its sequence number within its stream and the bytes of
+/// the JSON-RPC message it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub data: Bytes,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The stream is not (or no longer) in the log.
+    #[error("unknown stream: it never existed, or its session ended or expired")]
+    UnknownStream,
+    /// Events after the given position were dropped by retention: resuming
+    /// would silently lose messages, so it is refused.
+    #[error("events after {after} were dropped by retention (oldest kept: {oldest})")]
+    Expired { after: u64, oldest: u64 },
+    /// The event's position is ahead of anything the stream ever held.
+    #[error("event {after} is ahead of the stream (last: {last})")]
+    Ahead { after: u64, last: u64 },
+    /// The backend failed (connection, timeout).
+    #[error("event store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Append-only logs of SSE events, one per stream, grouped by session.
+#[async_trait]
+pub trait EventLog: Send + Sync + 'static {
+    /// Stores `data` as the next event of `stream` and returns its sequence
+    /// number (1 for the first event of a stream).
+    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError>;
+
+    /// Every event of `stream` after sequence number `after`, oldest first.
+    async fn replay(
+        &self,
+        session: &str,
+        stream: &str,
+        after: u64,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// Forgets every stream of a session.
+    async fn remove_session(&self, session: &str);
+}
+
+/// Sessions known to the deployment: id → the serialized state needed to
+/// rebuild a session actor.
+#[async_trait]
+pub trait SessionDirectory: Send + Sync + 'static {
+    async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError>;
+    async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError>;
+    async fn remove(&self, session: &str) -> Result<(), StoreError>;
+}

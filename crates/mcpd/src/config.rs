@@ -1,0 +1,457 @@
+//! Configuration: one TOML file, then `MCPD_<SECTION>_<KEY>` environment
+//! variables, then command-line flags, each overriding the one before. Read
+//! once at start-up; every key is documented in `docs/configuration.md`.
+//! A bad value stops start-up with one line that names the key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+use mcpd_core::Limits;
+use mcpd_http::{HttpConfig, OriginPolicy};
+use mcpd_store::Retention;
+use serde::Deserialize;
+use toml::{Table, Value};
+
+use crate::toolsets::Toolset;
+
+/// Command-line flags. Unset flags leave the file/env value alone.
+#[derive(Debug, Default, Parser)]
+#[command(
+    name = "mcpd",
+    version,
+    about = "A Model Context Protocol server over Streamable HTTP"
+)]
+pub struct Cli {
+    /// Address to listen on (`server.listen`), e.g. 127.0.0.1:8080.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Built-in tool set (`server.toolset`).
+    #[arg(long, value_enum)]
+    pub toolset: Option<Toolset>,
+    /// Path of the MCP endpoint (`http.path`).
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Log format (`log.format`): human or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Validate the configuration, print it, and exit.
+    #[arg(long)]
+    pub check_config: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerSection,
+    pub http: HttpSection,
+    pub limits: LimitsSection,
+    pub store: StoreSection,
+    pub log: LogSection,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSection {
+    pub listen: String,
+    pub toolset: Toolset,
+    /// actix-web worker threads; 0 = one per core.
+    pub workers: usize,
+    /// Seconds running requests get to finish on shutdown.
+    pub shutdown_grace_secs: u64,
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    pub path: String,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+    pub allow_localhost_origins: bool,
+    pub max_body_bytes: usize,
+    pub keep_alive_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSection {
+    pub max_sessions: usize,
+    pub max_in_flight_per_session: usize,
+    pub request_timeout_secs: u64,
+    pub client_request_timeout_secs: u64,
+    pub session_idle_timeout_secs: u64,
+    pub stream_buffer: usize,
+    pub sse_retry_ms: u64,
+    pub session_mailbox: usize,
+    pub page_size: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSection {
+    pub backend: StoreBackend,
+    pub events_per_stream: usize,
+    pub bytes_per_stream: usize,
+    pub streams_per_session: usize,
+    pub stream_max_age_secs: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    Memory,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    pub format: LogFormat,
+    /// `tracing` filter, e.g. `info` or `mcpd_core=debug,info`.
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            toolset: Toolset::Demo,
+            workers: 0,
+            shutdown_grace_secs: 10,
+            instructions: None,
+        }
+    }
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        let h = HttpConfig::default();
+        Self {
+            path: h.path,
+            allowed_origins: h.origins.allowed_origins,
+            allowed_hosts: h.origins.allowed_hosts,
+            allow_localhost_origins: h.origins.allow_localhost_origins,
+            max_body_bytes: h.max_body_bytes,
+            keep_alive_secs: h.keep_alive.as_secs(),
+        }
+    }
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        let l = Limits::default();
+        Self {
+            max_sessions: l.max_sessions,
+            max_in_flight_per_session: l.max_in_flight_per_session,
+            request_timeout_secs: l.request_timeout.as_secs(),
+            client_request_timeout_secs: l.client_request_timeout.as_secs(),
+            session_idle_timeout_secs: l.session_idle_timeout.as_secs(),
+            stream_buffer: l.stream_buffer,
+            sse_retry_ms: l.sse_retry_ms,
+            session_mailbox: l.session_mailbox,
+            page_size: 100,
+        }
+    }
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        let r = Retention::default();
+        Self {
+            backend: StoreBackend::Memory,
+            events_per_stream: r.max_events_per_stream,
+            bytes_per_stream: r.max_bytes_per_stream,
+            streams_per_session: r.max_streams_per_session,
+            stream_max_age_secs: r.max_age.as_secs(),
+        }
+    }
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Human,
+            level: "info".into(),
+        }
+    }
+}
+
+const SECTIONS: [&str; 5] = ["server", "http", "limits", "store", "log"];
+/// Keys whose environment value is a comma-separated list.
+const LIST_KEYS: [&str; 2] = ["allowed_origins", "allowed_hosts"];
+
+/// A configuration error: one line, naming the key.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid configuration: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Loads file < environment < CLI.
+    pub fn load(
+        cli: &Cli,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut table = match &cli.config {
+            Some(path) => read_file(path)?,
+            None => Table::new(),
+        };
+        for (name, value) in env {
+            let Some(rest) = name.strip_prefix("MCPD_") else {
+                continue;
+            };
+            let rest = rest.to_ascii_lowercase();
+            let Some((section, key)) = SECTIONS.iter().find_map(|s| {
+                rest.strip_prefix(s)
+                    .and_then(|k| k.strip_prefix('_'))
+                    .map(|k| (*s, k))
+            }) else {
+                continue;
+            };
+            set(&mut table, section, key, env_value(key, &value));
+        }
+        if let Some(v) = &cli.listen {
+            set(&mut table, "server", "listen", Value::String(v.clone()));
+        }
+        if let Some(t) = cli.toolset {
+            let name = match t {
+                Toolset::Demo => "demo",
+                Toolset::Conformance => "conformance",
+            };
+            set(&mut table, "server", "toolset", Value::String(name.into()));
+        }
+        if let Some(v) = &cli.path {
+            set(&mut table, "http", "path", Value::String(v.clone()));
+        }
+        if let Some(v) = &cli.log_format {
+            set(&mut table, "log", "format", Value::String(v.clone()));
+        }
+        let config: Config =
+            serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {
+                let path = e.path().to_string();
+                ConfigError(format!("{path}: {}", e.into_inner()))
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
+        if self.listen_addr().is_err() {
+            return bad(
+                "server.listen",
+                &format!(
+                    "{:?} is not an address like 127.0.0.1:8080",
+                    self.server.listen
+                ),
+            );
+        }
+        if !self.http.path.starts_with('/') || self.http.path.len() < 2 {
+            return bad("http.path", "must start with / and name a path, e.g. /mcp");
+        }
+        for (key, v) in [
+            ("http.max_body_bytes", self.http.max_body_bytes as u64),
+            ("http.keep_alive_secs", self.http.keep_alive_secs),
+            ("limits.max_sessions", self.limits.max_sessions as u64),
+            (
+                "limits.max_in_flight_per_session",
+                self.limits.max_in_flight_per_session as u64,
+            ),
+            (
+                "limits.request_timeout_secs",
+                self.limits.request_timeout_secs,
+            ),
+            (
+                "limits.client_request_timeout_secs",
+                self.limits.client_request_timeout_secs,
+            ),
+            (
+                "limits.session_idle_timeout_secs",
+                self.limits.session_idle_timeout_secs,
+            ),
+            ("limits.stream_buffer", self.limits.stream_buffer as u64),
+            ("limits.session_mailbox", self.limits.session_mailbox as u64),
+            ("limits.page_size", self.limits.page_size as u64),
+            (
+                "store.events_per_stream",
+                self.store.events_per_stream as u64,
+            ),
+            (
+                "store.streams_per_session",
+                self.store.streams_per_session as u64,
+            ),
+        ] {
+            if v == 0 {
+                return bad(key, "must be greater than 0");
+            }
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log.level)
+            .map_err(|e| ConfigError(format!("log.level: {e}")))?;
+        Ok(())
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
+        self.server.listen.parse()
+    }
+
+    pub fn limits(&self) -> Limits {
+        let l = &self.limits;
+        Limits {
+            max_sessions: l.max_sessions,
+            max_in_flight_per_session: l.max_in_flight_per_session,
+            request_timeout: Duration::from_secs(l.request_timeout_secs),
+            client_request_timeout: Duration::from_secs(l.client_request_timeout_secs),
+            session_idle_timeout: Duration::from_secs(l.session_idle_timeout_secs),
+            stream_buffer: l.stream_buffer,
+            sse_retry_ms: l.sse_retry_ms,
+            session_mailbox: l.session_mailbox,
+        }
+    }
+
+    pub fn http(&self) -> HttpConfig {
+        let h = &self.http;
+        HttpConfig {
+            path: h.path.clone(),
+            origins: OriginPolicy {
+                allowed_origins: h.allowed_origins.clone(),
+                allowed_hosts: h.allowed_hosts.clone(),
+                allow_localhost_origins: h.allow_localhost_origins,
+            },
+            max_body_bytes: h.max_body_bytes,
+            keep_alive: Duration::from_secs(h.keep_alive_secs),
+        }
+    }
+
+    pub fn retention(&self) -> Retention {
+        let s = &self.store;
+        Retention {
+            max_events_per_stream: s.events_per_stream,
+            max_bytes_per_stream: s.bytes_per_stream,
+            max_streams_per_session: s.streams_per_session,
+            max_age: Duration::from_secs(s.stream_max_age_secs),
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<Table, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("--config {}: {e}", path.display())))?;
+    text.parse::<Table>().map_err(|e| {
+        let msg = e
+            .to_string()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        ConfigError(format!("{}: {msg}", path.display()))
+    })
+}
+
+/// An environment value as TOML: numbers and booleans typed, lists split on
+/// commas, everything else a string.
+fn env_value(key: &str, raw: &str) -> Value {
+    if LIST_KEYS.contains(&key) {
+        return Value::Array(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| Value::String(s.into()))
+                .collect(),
+        );
+    }
+    if let Ok(i) = raw.parse::<i64>() {
+        return Value::Integer(i);
+    }
+    if let Ok(b) = raw.parse::<bool>() {
+        return Value::Boolean(b);
+    }
+    Value::String(raw.to_owned())
+}
+
+fn set(table: &mut Table, section: &str, key: &str, value: Value) {
+    let entry = table
+        .entry(section.to_owned())
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(t) = entry {
+        t.insert(key.to_owned(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_need_no_file() {
+        let c = Config::load(&Cli::default(), env(&[])).unwrap();
+        assert_eq!(c.server.listen, "127.0.0.1:8080");
+        assert_eq!(c.http.path, "/mcp");
+        assert_eq!(c.server.toolset, Toolset::Demo);
+        assert_eq!(c.store.backend, StoreBackend::Memory);
+    }
+
+    #[test]
+    fn precedence_is_file_then_env_then_cli() {
+        let dir = std::env::temp_dir().join(format!("mcpd-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("mcpd.toml");
+        std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:1\"\ntoolset = \"conformance\"\n[limits]\nmax_sessions = 5\n").unwrap();
+        let mut cli = Cli {
+            config: Some(file),
+            ..Cli::default()
+        };
+        let e = env(&[
+            ("MCPD_SERVER_LISTEN", "127.0.0.1:2"),
+            ("MCPD_LIMITS_MAX_SESSIONS", "7"),
+            ("MCPD_HTTP_ALLOWED_HOSTS", "a.example, b.example"),
+            ("OTHER", "x"),
+        ]);
+        let c = Config::load(&cli, e.clone()).unwrap();
+        assert_eq!(c.server.listen, "127.0.0.1:2");
+        assert_eq!(c.limits.max_sessions, 7);
+        assert_eq!(c.server.toolset, Toolset::Conformance);
+        assert_eq!(c.http.allowed_hosts, vec!["a.example", "b.example"]);
+        cli.listen = Some("127.0.0.1:3".into());
+        assert_eq!(Config::load(&cli, e).unwrap().server.listen, "127.0.0.1:3");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let err = |pairs: &[(&str, &str)]| {
+            Config::load(&Cli::default(), env(pairs))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(&[("MCPD_LIMITS_MAX_SESSIONS", "lots")]).contains("limits.max_sessions"));
+        assert!(err(&[("MCPD_LIMITS_MAX_SESSIONS", "0")]).contains("limits.max_sessions"));
+        assert!(err(&[("MCPD_SERVER_LISTEN", "nowhere")]).contains("server.listen"));
+        assert!(err(&[("MCPD_SERVER_TOOLSET", "nope")]).contains("server.toolset"));
+        assert!(err(&[("MCPD_LIMITS_NO_SUCH_KEY", "1")]).contains("no_such_key"));
+        assert!(err(&[("MCPD_STORE_BACKEND", "etcd")]).contains("store.backend"));
+        assert!(!err(&[("MCPD_LIMITS_MAX_SESSIONS", "lots")]).contains('\n'));
+    }
+}

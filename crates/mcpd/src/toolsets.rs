@@ -1,0 +1,34 @@
+//! The built-in tool sets, chosen by config: `demo` exercises every protocol
+//! feature; `conformance` is exactly the fixture the official MCP
+//! conformance suite expects.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use mcpd_core::{Registry, Stats};
+use serde::{Deserialize, Serialize};
+
+pub mod conformance;
+pub mod demo;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Toolset {
+    Demo,
+    Conformance,
+}
+
+impl Toolset {
+    /// Registers the set's tools, resources and prompts; returns background
+    /// tasks (e.g. a resource that changes over time) to run in the server's
+    /// runtime.
+    pub fn install(self, registry: &Registry, stats: Arc<Stats>) -> Vec<BoxFuture<'static, ()>> {
+        match self {
+            Toolset::Demo => demo::install(registry, stats),
+            Toolset::Conformance => {
+                conformance::install(registry);
+                Vec::new()
+            }
+        }
+    }
+}

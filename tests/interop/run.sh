@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Interop tests: the official TypeScript and Python MCP SDK clients against a
+# running mcpd.
+#
+#   tests/interop/run.sh http://127.0.0.1:PORT/mcp
+#
+# Installs the pinned SDKs (package-lock.json, requirements.txt) into a cache
+# directory, ${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}, skipping the install
+# when the cache already holds the same pins; then runs client.mjs and client.py
+# (each under `timeout 120`) against the URL. Prints one line per check
+# ("PASS name" / "FAIL name: reason") and finally "interop: N passed, M failed".
+# Exit status 0 only when M == 0.
+#
+# Needs node 20+ with npm, and python3 (3.10+) with pip; if python3's venv
+# module is missing (Debian without python3-venv) it is installed with apt-get.
+set -uo pipefail
+
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+    echo "usage: $0 <mcp endpoint url, e.g. http://127.0.0.1:8080/mcp>" >&2
+    exit 2
+fi
+URL="$1"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}"
+CLIENT_TIMEOUT="${MCPD_INTEROP_CLIENT_TIMEOUT:-120}"
+mkdir -p "$CACHE"
+CACHE="$(cd "$CACHE" && pwd)"
+LOG_DIR="$CACHE/logs"
+mkdir -p "$LOG_DIR"
+
+PASSED=0
+FAILED=0
+record() { # record "<PASS|FAIL line>"
+    echo "$1"
+    case "$1" in
+        PASS\ *) PASSED=$((PASSED + 1)) ;;
+        FAIL\ *) FAILED=$((FAILED + 1)) ;;
+    esac
+}
+
+# One install at a time per cache (two runs sharing a cache must not race).
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$CACHE/.lock"
+    flock 9
+fi
+
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+# ---- node: npm ci from the lockfile, in $CACHE/node ---------------------------
+install_node() {
+    local dir="$CACHE/node" stamp want
+    want="$(hash_of "$HERE/package.json" "$HERE/package-lock.json")"
+    stamp="$dir/.installed"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+        && [ -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+        return 0
+    fi
+    command -v node >/dev/null 2>&1 || { echo "node not found on PATH" >&2; return 1; }
+    command -v npm >/dev/null 2>&1 || { echo "npm not found on PATH" >&2; return 1; }
+    rm -f "$stamp"
+    mkdir -p "$dir"
+    cp "$HERE/package.json" "$HERE/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || return 1
+    echo "$want" >"$stamp"
+}
+
+# ---- python: a venv in $CACHE/venv with requirements.txt ----------------------
+ensure_venv_module() {
+    if python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "python3 venv/ensurepip missing; installing python3-venv with apt-get" >&2
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { echo "not root and no sudo: install python3-venv by hand" >&2; return 1; }
+        sudo="sudo"
+    fi
+    local pyver
+    pyver="$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+    $sudo apt-get update -qq || return 1
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv \
+        || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "python${pyver}-venv" \
+        || return 1
+    python3 -c 'import venv, ensurepip' >/dev/null 2>&1
+}
+
+install_python() {
+    local venv="$CACHE/venv" stamp want pyid
+    command -v python3 >/dev/null 2>&1 || { echo "python3 not found on PATH" >&2; return 1; }
+    pyid="$(python3 -c 'import sys; print(sys.executable, sys.version)')"
+    want="$( (cat "$HERE/requirements.txt"; echo "$pyid") | sha256sum | cut -d' ' -f1)"
+    stamp="$venv/.installed"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+        && "$venv/bin/python" -c 'import mcp.client.streamable_http' >/dev/null 2>&1; then
+        return 0
+    fi
+    ensure_venv_module || return 1
+    rm -rf "$venv"
+    python3 -m venv "$venv" || return 1
+    "$venv/bin/python" -m pip install --disable-pip-version-check --no-input -q -r "$HERE/requirements.txt" || return 1
+    "$venv/bin/python" -c 'import mcp.client.streamable_http' || return 1
+    echo "$want" >"$stamp"
+}
+
+# ---- run one client, turning its output into counted lines ----------------------
+run_client() { # run_client <prefix> <log> <command...>
+    local prefix="$1" log="$2" rc line seen=0
+    shift 2
+    timeout --kill-after=10 "$CLIENT_TIMEOUT" "$@" >"$log" 2>"$log.stderr"
+    rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+            PASS\ *|FAIL\ *) record "$line"; seen=$((seen + 1)) ;;
+        esac
+    done <"$log"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        record "FAIL ${prefix}client: timed out after ${CLIENT_TIMEOUT} s (after $seen checks); stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
+    elif [ "$rc" -ne 0 ] && [ "$seen" -eq 0 ]; then
+        record "FAIL ${prefix}client: exited with status $rc and reported no checks; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
+    elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
+        record "FAIL ${prefix}client: exited with status $rc although no check failed; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
+    fi
+}
+
+# TypeScript SDK client
+if install_node >"$LOG_DIR/install-node.log" 2>&1; then
+    # client.mjs must sit beside node_modules for its bare imports to resolve.
+    cp "$HERE/client.mjs" "$CACHE/node/client.mjs"
+    run_client "ts:" "$LOG_DIR/ts.out" bash -c 'cd "$1" && exec node client.mjs "$2"' _ "$CACHE/node" "$URL"
+else
+    record "FAIL ts:install: npm ci failed: $(tail -c 300 "$LOG_DIR/install-node.log" | tr '\n' ' ')"
+fi
+
+# Python SDK client
+if install_python >"$LOG_DIR/install-python.log" 2>&1; then
+    run_client "py:" "$LOG_DIR/py.out" "$CACHE/venv/bin/python" "$HERE/client.py" "$URL"
+else
+    record "FAIL py:install: venv/pip install failed: $(tail -c 300 "$LOG_DIR/install-python.log" | tr '\n' ' ')"
+fi
+
+echo "interop: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
