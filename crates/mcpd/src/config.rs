@@ -197,7 +197,9 @@ pub struct ConfigError(pub String);
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "invalid configuration: {}", self.0)
+        // Always one line: parsers' messages may span several.
+        let one_line = self.0.split_whitespace().collect::<Vec<_>>().join(" ");
+        write!(f, "invalid configuration: {one_line}")
     }
 }
 
