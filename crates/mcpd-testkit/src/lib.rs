@@ -1,1 +1,84 @@
-//! stub
+//! Test harness shared by mcpd's tests (`publish = false`).
+//!
+//! - [`TestServer`]: a real mcpd on an ephemeral port (the listener is bound
+//!   first, then handed to the server, so there is no port race), running
+//!   in its own thread with its own actix system, stopped on drop.
+//! - [`McpClient`]: a small Streamable HTTP client that speaks raw HTTP, so
+//!   tests can assert status codes, headers and SSE framing exactly.
+//! - [`sse`]: an incremental SSE parser over a response body.
+
+use std::net::{SocketAddr, TcpListener};
+use std::thread::JoinHandle;
+
+pub use mcpd::Config;
+
+pub mod client;
+pub mod sse;
+
+pub use client::{McpClient, Reply, INIT_VERSION};
+pub use sse::{SseEvent, SseStream};
+
+/// A running mcpd, stopped when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    /// The MCP endpoint, e.g. `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    handle: actix_web::dev::ServerHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// mcpd with its defaults (demo tool set).
+    pub fn start() -> Self {
+        Self::start_with(Config::default())
+    }
+
+    /// mcpd with `edit` applied to the default configuration.
+    pub fn start_configured(edit: impl FnOnce(&mut Config)) -> Self {
+        let mut c = Config::default();
+        edit(&mut c);
+        Self::start_with(c)
+    }
+
+    pub fn start_with(mut config: Config) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        config.server.listen = addr.to_string();
+        if config.server.workers == 0 {
+            config.server.workers = 2;
+        }
+        config.server.shutdown_grace_secs = 1;
+        let url = format!("http://{addr}{}", config.http.path);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            actix_rt::System::new().block_on(async move {
+                let server = mcpd::serve(&config, listener).expect("mcpd starts");
+                tx.send(server.handle()).expect("handle sent");
+                let _ = server.await;
+            });
+        });
+        let handle = rx.recv().expect("mcpd started");
+        Self { addr, url, handle, thread: Some(thread) }
+    }
+
+    /// A client for this server.
+    pub fn client(&self) -> McpClient {
+        McpClient::new(&self.url)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        // Stop from a throwaway runtime: drop may run outside any runtime.
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(handle.stop(false));
+        })
+        .join()
+        .ok();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -236,6 +236,7 @@ impl Config {
             let name = match t {
                 Toolset::Demo => "demo",
                 Toolset::Conformance => "conformance",
+                Toolset::None => "none",
             };
             set(&mut table, "server", "toolset", Value::String(name.into()));
         }

@@ -5,6 +5,7 @@
 //! Layout: [`config`] (file < env < CLI), [`toolsets`] (`demo`,
 //! `conformance`), and this file (wiring).
 
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +24,20 @@ pub use config::{Cli, Config};
 /// Starts mcpd on `listener`. Must be called inside an actix system; the
 /// returned server runs until stopped through its handle or by a signal.
 pub fn serve(config: &Config, listener: TcpListener) -> std::io::Result<actix_web::dev::Server> {
+    serve_with(config, listener, |_| {})
+}
+
+/// Like [`serve`], with `extend` adding the caller's own tools, resources
+/// and prompts to the catalogue (after the configured built-in set).
+pub fn serve_with(
+    config: &Config,
+    listener: TcpListener,
+    extend: impl FnOnce(&Registry),
+) -> std::io::Result<actix_web::dev::Server> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
     let background = config.server.toolset.install(&registry, stats.clone());
+    extend(&registry);
     let mut server = McpServer::new(
         Implementation {
             name: "mcpd".into(),
@@ -55,4 +67,49 @@ pub fn serve(config: &Config, listener: TcpListener) -> std::io::Result<actix_we
         http = http.workers(config.server.workers);
     }
     Ok(http.run())
+}
+
+/// Binds the configured address, prints `mcpd listening on URL` on stdout,
+/// and serves until SIGTERM/SIGINT. This is the whole of `main` for a custom
+/// server: `mcpd::run(&config, |registry| registry.add_tool(...))`.
+pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
+    let addr = config.listen_addr()?;
+    let listener = TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr()?;
+    // Tests and scripts read the bound port from this line.
+    println!("mcpd listening on http://{local}{}", config.http.path);
+    std::io::stdout().flush()?;
+    actix_rt::System::new().block_on(async move {
+        let server = serve_with(config, listener, extend)?;
+        server.await
+    })?;
+    tracing::info!("mcpd stopped");
+    Ok(())
+}
+
+/// Loads configuration the way the `mcpd` binary does (flags, `MCPD_*`
+/// environment, `--config FILE`) and sets up logging.
+pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
+    use clap::Parser;
+    let cli = Cli::parse();
+    let config = Config::load(&cli, std::env::vars())?;
+    if cli.check_config {
+        println!(
+            "mcpd: configuration is valid (listen {}, path {}, toolset {:?}, store {:?})",
+            config.server.listen, config.http.path, config.server.toolset, config.store.backend
+        );
+        return Ok(None);
+    }
+    init_logging(&config);
+    Ok(Some(config))
+}
+
+fn init_logging(config: &Config) {
+    use config::LogFormat;
+    let filter = tracing_subscriber::EnvFilter::new(&config.log.level);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }

@@ -14,8 +14,12 @@ pub mod demo;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Toolset {
+    /// Tools that exercise every protocol feature (the default).
     Demo,
+    /// The official conformance suite's fixture.
     Conformance,
+    /// Nothing built in: only what the embedding program adds.
+    None,
 }
 
 impl Toolset {
@@ -29,6 +33,7 @@ impl Toolset {
                 conformance::install(registry);
                 Vec::new()
             }
+            Toolset::None => Vec::new(),
         }
     }
 }

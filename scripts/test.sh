@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Runs every test mcpd has: formatting and lints, unit and integration tests
+# (cargo), the official MCP conformance suite, and interop with the official
+# TypeScript and Python SDK clients. Installs what is missing (Debian
+# packages, pinned npm/PyPI packages) on first use.
+#
+# Usage: scripts/test.sh            (from anywhere)
+# Env:   MCPD_SHARED   path of the shared/ folder with conformance/ (default: ../shared next to the repo)
+#        MCPD_SKIP_LINT=1  skip cargo fmt --check and clippy
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SHARED=${MCPD_SHARED:-$ROOT/../shared}
+LOGDIR=$(mktemp -d /tmp/mcpd-test.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+say() { printf '[test] %s\n' "$*" >&2; }
+PASSED=0; FAILED=0
+count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
+
+apt_install() {  # apt_install PKG... : install Debian packages if apt-get is there
+  command -v apt-get >/dev/null || { say "cannot install $* (no apt-get): install them by hand"; return 1; }
+  local sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  say "installing $* (apt-get)"
+  $sudo apt-get update -qq >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
+# --- prerequisites -----------------------------------------------------------
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
+command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
+command -v python3 >/dev/null || apt_install python3
+python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
+command -v curl >/dev/null || apt_install curl
+
+# --- lints -------------------------------------------------------------------
+if [ "${MCPD_SKIP_LINT:-0}" != 1 ]; then
+  say "cargo fmt --check"
+  if cargo fmt --all -- --check >"$LOGDIR/fmt.log" 2>&1; then count 1 0; echo "PASS fmt"; else count 0 1; echo "FAIL fmt: run cargo fmt --all"; cat "$LOGDIR/fmt.log" | head -20; fi
+  say "cargo clippy"
+  if cargo clippy --workspace --all-targets -- -D warnings >"$LOGDIR/clippy.log" 2>&1; then count 1 0; echo "PASS clippy"; else count 0 1; echo "FAIL clippy"; grep -E '^(error|warning)' -A5 "$LOGDIR/clippy.log" | head -40; fi
+fi
+
+# --- cargo tests -------------------------------------------------------------
+say "cargo test --workspace"
+cargo test --workspace 2>&1 | tee "$LOGDIR/cargo-test.log"
+cargo_rc=${PIPESTATUS[0]}
+read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;/) p += $i; if ($(i+1) ~ /^failed;/) f += $i } } END { print p+0, f+0 }' "$LOGDIR/cargo-test.log")
+[ -n "$p" ] || p=0; [ -n "$f" ] || f=0
+if [ "$cargo_rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # a build failure counts
+count "$p" "$f"
+echo "cargo: $p passed, $f failed"
+
+# --- a real server for the black-box suites ------------------------------------
+cargo build -q -p mcpd --bin mcpd || { echo "FAIL build of the mcpd binary"; count 0 1; }
+start_mcpd() {  # start_mcpd NAME ARGS... ; sets URL
+  local name=$1; shift
+  "$ROOT/target/debug/mcpd" --listen 127.0.0.1:0 "$@" >"$LOGDIR/$name.out" 2>"$LOGDIR/$name.err" &
+  PIDS+=($!)
+  URL=""
+  for _ in $(seq 1 100); do
+    URL=$(sed -n 's/^mcpd listening on //p' "$LOGDIR/$name.out")
+    [ -n "$URL" ] && return 0
+    sleep 0.1
+  done
+  echo "FAIL $name: mcpd did not start (see $LOGDIR/$name.err)"; return 1
+}
+
+# --- official conformance suite (strict: warnings fail) ----------------------------
+if [ -x "$SHARED/conformance/run.sh" ] || [ -f "$SHARED/conformance/run.sh" ]; then
+  if start_mcpd conformance-server --toolset conformance; then
+    say "conformance suite against $URL"
+    CONFORMANCE_STRICT=1 bash "$SHARED/conformance/run.sh" "$URL" "$LOGDIR/conformance" 2>"$LOGDIR/conformance.err" | tee "$LOGDIR/conformance.log"
+    line=$(grep -E '^conformance: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/conformance.log" | tail -1)
+    cp=$(echo "$line" | sed -E 's/conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+    [ -n "$line" ] || { cp=0; cf=1; }
+    count "$cp" "$cf"
+  else count 0 1; fi
+else
+  echo "FAIL conformance: $SHARED/conformance/run.sh not found (set MCPD_SHARED)"; count 0 1
+fi
+
+# --- interop with the official SDK clients -------------------------------------------
+if start_mcpd interop-server --toolset demo; then
+  say "SDK interop against $URL"
+  bash "$ROOT/tests/interop/run.sh" "$URL" 2>"$LOGDIR/interop.err" | tee "$LOGDIR/interop.log"
+  line=$(grep -E '^interop: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/interop.log" | tail -1)
+  ip=$(echo "$line" | sed -E 's/interop: ([0-9]+) passed.*/\1/'); if_=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  [ -n "$line" ] || { ip=0; if_=1; tail -20 "$LOGDIR/interop.err"; }
+  count "$ip" "$if_"
+else count 0 1; fi
+
+say "logs in $LOGDIR"
+echo "all: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
