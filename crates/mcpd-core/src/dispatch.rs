@@ -136,6 +136,7 @@ impl McpServer {
                     let ListParams { cursor } = parse_params(p)?;
                     let (resources, next_cursor) =
                         this.registry.resources_page(cursor.as_deref()).await?;
+                    let resources = resources.into_iter().map(|r| r.for_version(v)).collect();
                     to_json(&ListResourcesResult {
                         resources,
                         next_cursor,
@@ -145,6 +146,10 @@ impl McpServer {
                     let ListParams { cursor } = parse_params(p)?;
                     let (resource_templates, next_cursor) =
                         this.registry.templates_page(cursor.as_deref())?;
+                    let resource_templates = resource_templates
+                        .into_iter()
+                        .map(|t| t.for_version(v))
+                        .collect();
                     to_json(&ListResourceTemplatesResult {
                         resource_templates,
                         next_cursor,
@@ -166,6 +171,7 @@ impl McpServer {
                 m::PROMPTS_LIST => {
                     let ListParams { cursor } = parse_params(p)?;
                     let (prompts, next_cursor) = this.registry.prompts_page(cursor.as_deref())?;
+                    let prompts = prompts.into_iter().map(|p| p.for_version(v)).collect();
                     to_json(&ListPromptsResult {
                         prompts,
                         next_cursor,

@@ -194,7 +194,7 @@ impl SessionManager {
         let result = InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities: self.server.capabilities(),
-            server_info: self.server.info.clone(),
+            server_info: self.server.info.clone().for_version(version),
             instructions: self.server.instructions.clone(),
         };
         Ok((handle, serde_json::to_value(result).unwrap_or(Value::Null)))

@@ -114,6 +114,12 @@ pub async fn post(
         return initialize(body, h, &state);
     }
 
+    if header_str(h, SESSION_HEADER).is_none() {
+        // Without a session, an unsupported version (e.g. a 2026-07-28 probe)
+        // is the more useful answer; either way it is a 400 without a modern
+        // error code, so dual-era clients fall back to initialize.
+        check_version_header(h)?;
+    }
     let session = session_of(&state, h)?;
     check_version_header(h)?;
     if body.is_batch() && !session.version().allows_batches() {

@@ -314,6 +314,16 @@ pub struct Resource {
     pub mime_type: Option<String>,
 }
 
+impl Resource {
+    /// `title` came with 2025-06-18.
+    pub fn for_version(mut self, v: ProtocolVersion) -> Self {
+        if v < ProtocolVersion::V2025_06_18 {
+            self.title = None;
+        }
+        self
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceTemplate {
@@ -381,6 +391,36 @@ pub struct Prompt {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<PromptArgument>,
+}
+
+impl Prompt {
+    /// `title` came with 2025-06-18.
+    pub fn for_version(mut self, v: ProtocolVersion) -> Self {
+        if v < ProtocolVersion::V2025_06_18 {
+            self.title = None;
+        }
+        self
+    }
+}
+
+impl ResourceTemplate {
+    /// `title` came with 2025-06-18.
+    pub fn for_version(mut self, v: ProtocolVersion) -> Self {
+        if v < ProtocolVersion::V2025_06_18 {
+            self.title = None;
+        }
+        self
+    }
+}
+
+impl Implementation {
+    /// `title` came with 2025-06-18.
+    pub fn for_version(mut self, v: ProtocolVersion) -> Self {
+        if v < ProtocolVersion::V2025_06_18 {
+            self.title = None;
+        }
+        self
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -23,7 +23,10 @@ pub struct Reply {
 
 impl Reply {
     pub fn content_type(&self) -> &str {
-        self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 
     /// Every JSON-RPC message received (the JSON body or each SSE `data`).
@@ -37,7 +40,9 @@ impl Reply {
 
     /// The response (a message with `result` or `error`) with this id.
     pub fn response(&self, id: &Value) -> Option<Value> {
-        self.messages().into_iter().find(|m| m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some()))
+        self.messages().into_iter().find(|m| {
+            m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
+        })
     }
 
     /// The last message (usually the response).
@@ -67,7 +72,9 @@ impl McpClient {
     }
 
     pub fn next_id(&self) -> i64 {
-        self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+        self.next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
     }
 
     /// A POST with the standard headers (Accept, Content-Type, session and
@@ -106,7 +113,10 @@ impl McpClient {
             "clientInfo": {"name":"mcpd-testkit","version":"1"}}});
         let r = self.post(&body).await;
         assert_eq!(r.status, 200, "initialize failed: {r:?}");
-        self.session = r.headers.get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+        self.session = r
+            .headers
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
         let result = r.last()["result"].clone();
         self.version = result["protocolVersion"].as_str().map(str::to_owned);
         let n = self.notify("notifications/initialized", json!({})).await;
@@ -116,17 +126,23 @@ impl McpClient {
 
     /// `initialize` at 2025-11-25 with sampling, elicitation and roots.
     pub async fn initialize(&mut self) -> Value {
-        self.initialize_with(INIT_VERSION, json!({"sampling":{}, "elicitation":{}, "roots":{}})).await
+        self.initialize_with(
+            INIT_VERSION,
+            json!({"sampling":{}, "elicitation":{}, "roots":{}}),
+        )
+        .await
     }
 
     pub async fn notify(&self, method: &str, params: Value) -> Reply {
-        self.post(&json!({"jsonrpc":"2.0","method":method,"params":params})).await
+        self.post(&json!({"jsonrpc":"2.0","method":method,"params":params}))
+            .await
     }
 
     /// A request; returns the whole reply.
     pub async fn request(&self, method: &str, params: Value) -> Reply {
         let id = self.next_id();
-        self.post(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})).await
+        self.post(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await
     }
 
     /// A request whose `result` is returned (panics on an error response).
@@ -139,15 +155,27 @@ impl McpClient {
 
     /// Sends a request and returns status, headers and the live SSE stream,
     /// unread, so a test can read events one by one or drop the connection.
-    pub async fn request_stream(&self, id: i64, method: &str, params: Value) -> (u16, HeaderMap, SseStream) {
+    pub async fn request_stream(
+        &self,
+        id: i64,
+        method: &str,
+        params: Value,
+    ) -> (u16, HeaderMap, SseStream) {
         let body = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
         let resp = self.post_builder(&body).send().await.expect("sent");
-        (resp.status().as_u16(), resp.headers().clone(), SseStream::new(resp))
+        (
+            resp.status().as_u16(),
+            resp.headers().clone(),
+            SseStream::new(resp),
+        )
     }
 
     /// `GET` on the endpoint (standalone stream or resumption).
     pub async fn get(&self, last_event_id: Option<&str>) -> reqwest::Response {
-        let mut b = self.http.get(&self.url).header("accept", "text/event-stream");
+        let mut b = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream");
         if let Some(s) = &self.session {
             b = b.header("mcp-session-id", s);
         }
@@ -165,6 +193,9 @@ impl McpClient {
         if let Some(s) = &self.session {
             b = b.header("mcp-session-id", s);
         }
+        if let Some(v) = &self.version {
+            b = b.header("mcp-protocol-version", v);
+        }
         b.send().await.expect("DELETE sent")
     }
 }
@@ -172,13 +203,29 @@ impl McpClient {
 async fn read_reply(resp: reqwest::Response) -> Reply {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let ct = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let ct = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
     if ct.starts_with("text/event-stream") {
         let mut s = SseStream::new(resp);
         let events = s.collect_all(Duration::from_secs(30)).await;
-        return Reply { status, headers, json: None, events, body: String::new() };
+        return Reply {
+            status,
+            headers,
+            json: None,
+            events,
+            body: String::new(),
+        };
     }
     let body = resp.text().await.unwrap_or_default();
     let json = serde_json::from_str(&body).ok();
-    Reply { status, headers, json, events: Vec::new(), body }
+    Reply {
+        status,
+        headers,
+        json,
+        events: Vec::new(),
+        body,
+    }
 }

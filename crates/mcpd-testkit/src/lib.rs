@@ -40,7 +40,16 @@ impl TestServer {
         Self::start_with(c)
     }
 
-    pub fn start_with(mut config: Config) -> Self {
+    pub fn start_with(config: Config) -> Self {
+        Self::start_serving(config, mcpd::serve)
+    }
+
+    /// mcpd started by `serve` (e.g. `|c, l| mcpd::serve_with(c, l, |registry| ...)`
+    /// to add test-only tools), with the same port and worker set-up.
+    pub fn start_serving<F>(mut config: Config, serve: F) -> Self
+    where
+        F: FnOnce(&Config, TcpListener) -> std::io::Result<actix_web::dev::Server> + Send + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         config.server.listen = addr.to_string();
@@ -52,13 +61,18 @@ impl TestServer {
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             actix_rt::System::new().block_on(async move {
-                let server = mcpd::serve(&config, listener).expect("mcpd starts");
+                let server = serve(&config, listener).expect("mcpd starts");
                 tx.send(server.handle()).expect("handle sent");
                 let _ = server.await;
             });
         });
         let handle = rx.recv().expect("mcpd started");
-        Self { addr, url, handle, thread: Some(thread) }
+        Self {
+            addr,
+            url,
+            handle,
+            thread: Some(thread),
+        }
     }
 
     /// A client for this server.
@@ -72,7 +86,10 @@ impl Drop for TestServer {
         let handle = self.handle.clone();
         // Stop from a throwaway runtime: drop may run outside any runtime.
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(handle.stop(false));
         })
         .join()

@@ -35,7 +35,12 @@ pub struct SseStream {
 
 impl SseStream {
     pub fn new(resp: reqwest::Response) -> Self {
-        Self { body: resp.bytes_stream().boxed(), buf: BytesMut::new(), ended: false, comments: 0 }
+        Self {
+            body: resp.bytes_stream().boxed(),
+            buf: BytesMut::new(),
+            ended: false,
+            comments: 0,
+        }
     }
 
     /// The next event, `None` at the end of the stream. Panics after `timeout`.
@@ -48,7 +53,9 @@ impl SseStream {
 
     /// The next event, or `Err(())` if none arrives within `timeout`.
     pub async fn try_next_within(&mut self, timeout: Duration) -> Result<Option<SseEvent>, ()> {
-        tokio::time::timeout(timeout, self.next()).await.map_err(|_| ())
+        tokio::time::timeout(timeout, self.next())
+            .await
+            .map_err(|_| ())
     }
 
     /// The next event; `None` at the end of the stream.
@@ -94,7 +101,9 @@ impl SseStream {
                     self.comments += 1;
                     continue;
                 }
-                let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
+                let (field, value) = line
+                    .split_once(':')
+                    .map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
                 has_field = true;
                 match field {
                     "id" => ev.id = Some(value.to_owned()),

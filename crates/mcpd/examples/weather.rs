@@ -22,13 +22,23 @@ struct Forecast {
 
 async fn forecast(args: Forecast, ctx: RequestContext) -> Result<CallToolResult, ToolError> {
     if !(1..=7).contains(&args.days) {
-        return Err(ToolError::InvalidArguments("days must be between 1 and 7".into()));
+        return Err(ToolError::InvalidArguments(
+            "days must be between 1 and 7".into(),
+        ));
     }
-    ctx.log(LoggingLevel::Info, format!("forecasting {} days for {}", args.days, args.city)).await?;
+    ctx.log(
+        LoggingLevel::Info,
+        format!("forecasting {} days for {}", args.days, args.city),
+    )
+    .await?;
     for day in 1..=args.days {
-        ctx.progress(f64::from(day), Some(f64::from(args.days)), None).await?;
+        ctx.progress(f64::from(day), Some(f64::from(args.days)), None)
+            .await?;
     }
-    Ok(CallToolResult::text(format!("{}: sunny for the next {} days", args.city, args.days)))
+    Ok(CallToolResult::text(format!(
+        "{}: sunny for the next {} days",
+        args.city, args.days
+    )))
 }
 
 fn main() -> ExitCode {
@@ -41,7 +51,11 @@ fn main() -> ExitCode {
         }
     };
     let result = mcpd::run(&config, |registry| {
-        registry.add_tool(Arc::new(tool_fn("forecast", "Weather forecast for a city", forecast)));
+        registry.add_tool(Arc::new(tool_fn(
+            "forecast",
+            "Weather forecast for a city",
+            forecast,
+        )));
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -74,7 +74,8 @@ pub fn serve_with(
 /// server: `mcpd::run(&config, |registry| registry.add_tool(...))`.
 pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
     let addr = config.listen_addr()?;
-    let listener = TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let listener =
+        TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr()?;
     // Tests and scripts read the bound port from this line.
     println!("mcpd listening on http://{local}{}", config.http.path);
@@ -107,7 +108,9 @@ pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
 fn init_logging(config: &Config) {
     use config::LogFormat;
     let filter = tracing_subscriber::EnvFilter::new(&config.log.level);
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match config.log.format {
         LogFormat::Human => builder.init(),
         LogFormat::Json => builder.json().init(),
