@@ -52,13 +52,33 @@ pub trait Peer: Send + Sync + 'static {
         logger: Option<String>,
         data: Value,
     ) -> Result<(), PeerError>;
-    /// Sends a request to the client and waits for its answer.
+    /// Asks the client (`method` is a server → client request) and waits for
+    /// its answer. `key` names the question within this request: the
+    /// stateless era uses it as the `inputRequests` key.
     async fn request(
         &self,
+        key: &str,
         method: &'static str,
         params: Value,
         timeout: Duration,
     ) -> Result<Value, PeerError>;
+    /// The handler needs a client capability the client did not declare.
+    /// The session era fails the call; the stateless era answers the whole
+    /// request with `-32021` (and this never returns).
+    async fn missing_capability(&self, capability: &'static str) -> PeerError {
+        PeerError::MissingCapability(capability)
+    }
+    /// The client's answer to `key` did not have the expected shape. The
+    /// stateless era asks again; the session era fails the call.
+    async fn invalid_answer(
+        &self,
+        _key: &str,
+        _method: &'static str,
+        _params: Value,
+        error: String,
+    ) -> PeerError {
+        PeerError::Malformed(error)
+    }
     /// A hint that this request will run long: the transport may close the
     /// client's connection and let it resume later (2025-11-25 SSE polling).
     async fn release_connection(&self) {}
@@ -78,6 +98,7 @@ struct Inner {
     session_id: Option<Arc<str>>,
     peer: Arc<dyn Peer>,
     ask_timeout: Duration,
+    asks: std::sync::atomic::AtomicU64,
     cancelled: AtomicBool,
     cancel_notify: Notify,
 }
@@ -104,6 +125,7 @@ impl RequestContext {
                 session_id: p.session_id,
                 peer: p.peer,
                 ask_timeout: p.ask_timeout,
+                asks: Default::default(),
                 cancelled: AtomicBool::new(false),
                 cancel_notify: Notify::new(),
             }),
@@ -164,22 +186,57 @@ impl RequestContext {
         self.inner.peer.notify(method, params).await
     }
 
+    /// Fails unless the client declared capability `name` (`sampling`,
+    /// `elicitation`, `roots`). The stateless era answers the whole request
+    /// with `-32021` naming it.
+    pub async fn require_capability(&self, name: &'static str) -> Result<(), PeerError> {
+        let caps = self.client_capabilities();
+        let declared = match name {
+            "sampling" => caps.sampling.is_some(),
+            "elicitation" => caps.elicitation.is_some(),
+            "roots" => caps.roots.is_some(),
+            other => caps.other.contains_key(other),
+        };
+        if declared {
+            Ok(())
+        } else {
+            Err(self.inner.peer.missing_capability(name).await)
+        }
+    }
+
+    fn auto_key(&self, kind: &str) -> String {
+        let n = self.inner.asks.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("{kind}-{n}")
+    }
+
     /// Asks the user a question through the client (`elicitation/create`, form mode).
     pub async fn elicit(
         &self,
         message: impl Into<String>,
         requested_schema: JsonObject,
     ) -> Result<ElicitResult, PeerError> {
+        let key = self.auto_key("elicitation");
+        self.elicit_as(&key, message, requested_schema).await
+    }
+
+    /// [`Self::elicit`] under a key of the handler's choosing (the
+    /// `inputRequests` key a stateless-era client sees).
+    pub async fn elicit_as(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+        requested_schema: JsonObject,
+    ) -> Result<ElicitResult, PeerError> {
         if !self.client_capabilities().elicitation_form()
             || !self.protocol_version().has_elicitation()
         {
-            return Err(PeerError::MissingCapability("elicitation"));
+            return Err(self.inner.peer.missing_capability("elicitation").await);
         }
         let params = ElicitParams {
             message: message.into(),
             requested_schema,
         };
-        self.ask(methods::ELICITATION_CREATE, to_value(&params))
+        self.ask(key, methods::ELICITATION_CREATE, to_value(&params))
             .await
     }
 
@@ -188,33 +245,57 @@ impl RequestContext {
         &self,
         params: CreateMessageParams,
     ) -> Result<CreateMessageResult, PeerError> {
+        let key = self.auto_key("sampling");
+        self.sample_as(&key, params).await
+    }
+
+    /// [`Self::sample`] under a key of the handler's choosing.
+    pub async fn sample_as(
+        &self,
+        key: &str,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, PeerError> {
         if self.client_capabilities().sampling.is_none() {
-            return Err(PeerError::MissingCapability("sampling"));
+            return Err(self.inner.peer.missing_capability("sampling").await);
         }
-        self.ask(methods::SAMPLING_CREATE_MESSAGE, to_value(&params))
+        self.ask(key, methods::SAMPLING_CREATE_MESSAGE, to_value(&params))
             .await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<ListRootsResult, PeerError> {
+        let key = self.auto_key("roots");
+        self.list_roots_as(&key).await
+    }
+
+    /// [`Self::list_roots`] under a key of the handler's choosing.
+    pub async fn list_roots_as(&self, key: &str) -> Result<ListRootsResult, PeerError> {
         if self.client_capabilities().roots.is_none() {
-            return Err(PeerError::MissingCapability("roots"));
+            return Err(self.inner.peer.missing_capability("roots").await);
         }
-        self.ask(methods::ROOTS_LIST, Value::Object(JsonObject::new()))
+        self.ask(key, methods::ROOTS_LIST, Value::Object(JsonObject::new()))
             .await
     }
 
     async fn ask<T: serde::de::DeserializeOwned>(
         &self,
+        key: &str,
         method: &'static str,
         params: Value,
     ) -> Result<T, PeerError> {
         let v = self
             .inner
             .peer
-            .request(method, params, self.inner.ask_timeout)
+            .request(key, method, params.clone(), self.inner.ask_timeout)
             .await?;
-        serde_json::from_value(v).map_err(|e| PeerError::Malformed(e.to_string()))
+        match serde_json::from_value(v) {
+            Ok(t) => Ok(t),
+            Err(e) => Err(self
+                .inner
+                .peer
+                .invalid_answer(key, method, params, e.to_string())
+                .await),
+        }
     }
 
     /// See [`Peer::release_connection`].

@@ -18,11 +18,14 @@
 pub mod context;
 pub mod dispatch;
 pub mod handler;
+pub mod listen;
 pub mod manager;
 mod peer;
 pub mod registry;
 pub mod request;
+pub mod sealed;
 pub mod session;
+pub mod stateless;
 pub mod stats;
 pub mod stream;
 
@@ -32,5 +35,6 @@ pub use handler::{tool_fn, PromptProvider, ResourceProvider, Tool, ToolError};
 pub use manager::{InitializeError, SessionHandle, SessionManager};
 pub use registry::{ChangeNotifier, Registry};
 pub use session::{PostReply, ResumeError, SessionError};
+pub use stateless::{CacheHints, ModernMeta, Stateless};
 pub use stats::Stats;
 pub use stream::{StreamItem, StreamReceiver};

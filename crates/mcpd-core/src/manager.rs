@@ -15,12 +15,18 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::dispatch::McpServer;
+use crate::listen::ListenActor;
 use crate::registry::Change;
 use crate::session::{
-    Changed, OpenStream, Post, PostReply, SessionActor, SessionError, SessionInit, Terminate,
+    OpenStream, Post, PostReply, SessionActor, SessionError, SessionInit, Terminate,
 };
 use crate::stats::Stats;
 use crate::stream::StreamReceiver;
+
+/// A catalogue change, delivered to sessions and listeners.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Changed(pub Change);
 
 /// Why `initialize` did not create a session.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +103,10 @@ pub struct SessionManager {
     sessions: DashMap<Arc<str>, SessionHandle>,
     /// Resource URI → sessions subscribed to it.
     subscriptions: DashMap<String, HashSet<Arc<str>>>,
+    /// Open `subscriptions/listen` streams (stateless era), and whether each
+    /// watches resources.
+    listeners: DashMap<u64, (Addr<ListenActor>, bool)>,
+    next_listener: std::sync::atomic::AtomicU64,
     stats: Arc<Stats>,
 }
 
@@ -107,6 +117,8 @@ impl SessionManager {
             log,
             sessions: DashMap::new(),
             subscriptions: DashMap::new(),
+            listeners: DashMap::new(),
+            next_listener: Default::default(),
             stats,
         })
     }
@@ -146,6 +158,13 @@ impl SessionManager {
     }
 
     fn announce(&self, change: Change) {
+        let resource = matches!(change, Change::ResourceUpdated(_));
+        for l in self.listeners.iter() {
+            let (addr, watches_resources) = l.value();
+            if !resource || *watches_resources {
+                let _ = addr.try_send(Changed(change.clone()));
+            }
+        }
         let targets: Vec<SessionHandle> = match &change {
             Change::ResourceUpdated(uri) => match self.subscriptions.get(uri) {
                 Some(ids) => ids.iter().filter_map(|id| self.get(id)).collect(),
@@ -155,12 +174,25 @@ impl SessionManager {
         };
         for s in targets {
             if let Err(e) = s.addr.try_send(Changed(change.clone())) {
-                tracing::warn!(session = %s.id, "change not announced: session mailbox {}", match e {
+                let why = match e {
                     SendError::Full(_) => "full",
                     SendError::Closed(_) => "closed",
-                });
+                };
+                tracing::warn!(session = %s.id, "change not announced: session mailbox {why}");
             }
         }
+    }
+
+    pub(crate) fn add_listener(&self, addr: Addr<ListenActor>, watches_resources: bool) -> u64 {
+        let key = self
+            .next_listener
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.listeners.insert(key, (addr, watches_resources));
+        key
+    }
+
+    pub(crate) fn remove_listener(&self, key: u64) {
+        self.listeners.remove(&key);
     }
 
     /// Handles `initialize`: negotiates the revision, starts a session actor

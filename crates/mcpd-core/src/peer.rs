@@ -69,6 +69,7 @@ impl Peer for SessionPeer {
 
     async fn request(
         &self,
+        _key: &str,
         method: &'static str,
         params: Value,
         timeout: Duration,

@@ -52,6 +52,14 @@ impl ChangeNotifier {
         let _ = self.changes.send(Change::ResourceUpdated(uri.into()));
     }
 
+    pub fn tools_list_changed(&self) {
+        let _ = self.changes.send(Change::ToolsListChanged);
+    }
+
+    pub fn prompts_list_changed(&self) {
+        let _ = self.changes.send(Change::PromptsListChanged);
+    }
+
     pub fn resources_list_changed(&self) {
         let _ = self.changes.send(Change::ResourcesListChanged);
     }

@@ -1,7 +1,11 @@
-//! The request actor: one per in-flight client request. It runs the
-//! handler's future and reports exactly one outcome to its supervisor,
-//! unless it is cancelled, in which case the future is dropped and nothing
-//! is reported.
+//! The request actor: one per in-flight client request, in either era. It
+//! runs the handler's future and reports exactly one outcome, unless it is
+//! cancelled, in which case the future is dropped and nothing is reported.
+//!
+//! Who hears the outcome is the caller's business ([`OnDone`]): the session
+//! actor in the session era, the response stream in the stateless era. In the
+//! stateless era the client closing its response stream is the cancellation,
+//! so the actor can also be given a future that resolves on close.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,11 +18,11 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::stats::Stats;
 
-/// The outcome of one request, for its supervisor.
+/// The outcome of one session-era request, for its session.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RequestDone {
-    /// Which request (unique per supervisor, never reused).
+    /// Which request (unique per session, never reused).
     pub key: u64,
     pub outcome: Result<Value, ErrorObject>,
 }
@@ -28,41 +32,53 @@ pub struct RequestDone {
 #[rtype(result = "()")]
 pub struct Cancel;
 
+/// Receives the one outcome of a request.
+pub type OnDone = Box<dyn FnOnce(Result<Value, ErrorObject>) + Send>;
+
 pub struct RequestActor {
-    key: u64,
     work: Option<BoxFuture<'static, Result<Value, ErrorObject>>>,
     ctx: RequestContext,
-    supervisor: Recipient<RequestDone>,
+    on_done: Option<OnDone>,
+    cancel_on: Option<BoxFuture<'static, ()>>,
     deadline: Duration,
     stats: Arc<Stats>,
 }
 
 impl RequestActor {
     pub fn new(
-        key: u64,
         work: BoxFuture<'static, Result<Value, ErrorObject>>,
         ctx: RequestContext,
-        supervisor: Recipient<RequestDone>,
+        on_done: OnDone,
         deadline: Duration,
         stats: Arc<Stats>,
     ) -> Self {
         Self {
-            key,
             work: Some(work),
             ctx,
-            supervisor,
+            on_done: Some(on_done),
+            cancel_on: None,
             deadline,
             stats,
         }
     }
 
+    /// Cancels the request when `signal` resolves (e.g. the client closed
+    /// the response stream).
+    pub fn cancel_on(mut self, signal: BoxFuture<'static, ()>) -> Self {
+        self.cancel_on = Some(signal);
+        self
+    }
+
     fn finish(&mut self, outcome: Result<Value, ErrorObject>, ctx: &mut Context<Self>) {
-        // `do_send` on purpose: an outcome must never be dropped, and there is
-        // at most one per request, so the in-flight cap bounds this queue.
-        self.supervisor.do_send(RequestDone {
-            key: self.key,
-            outcome,
-        });
+        if let Some(on_done) = self.on_done.take() {
+            on_done(outcome);
+        }
+        ctx.stop();
+    }
+
+    fn cancel(&mut self, ctx: &mut Context<Self>) {
+        self.on_done = None;
+        self.ctx.cancel();
         ctx.stop();
     }
 }
@@ -79,6 +95,9 @@ impl Actor for RequestActor {
                 work.into_actor(self)
                     .map(|outcome, act, ctx| act.finish(outcome, ctx)),
             );
+        }
+        if let Some(signal) = self.cancel_on.take() {
+            ctx.spawn(signal.into_actor(self).map(|(), act, ctx| act.cancel(ctx)));
         }
         let deadline = self.deadline;
         ctx.run_later(deadline, move |act, ctx| {
@@ -103,7 +122,13 @@ impl Handler<Cancel> for RequestActor {
     type Result = ();
 
     fn handle(&mut self, _: Cancel, ctx: &mut Context<Self>) {
-        self.ctx.cancel();
-        ctx.stop();
+        self.cancel(ctx);
     }
+}
+
+/// An [`OnDone`] that reports to a session as [`RequestDone`]. `do_send` on
+/// purpose: an outcome must never be dropped, and there is at most one per
+/// request, so the in-flight cap bounds this queue.
+pub fn report_to(session: Recipient<RequestDone>, key: u64) -> OnDone {
+    Box::new(move |outcome| session.do_send(RequestDone { key, outcome }))
 }

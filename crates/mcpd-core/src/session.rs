@@ -27,10 +27,10 @@ use tokio::sync::oneshot;
 
 use crate::context::{ContextParts, PeerError, RequestContext};
 use crate::dispatch::McpServer;
-use crate::manager::SessionManager;
+use crate::manager::{Changed, SessionManager};
 use crate::peer::SessionPeer;
 use crate::registry::Change;
-use crate::request::{Cancel, RequestActor, RequestDone};
+use crate::request::{report_to, Cancel, RequestActor, RequestDone};
 use crate::stream::{StreamReceiver, GET_STREAM};
 
 pub use streams::ResumeError;
@@ -157,12 +157,6 @@ pub(crate) struct Release {
     pub stream: Arc<str>,
 }
 
-// --- messages from the manager ---
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Changed(pub Change);
-
 // === impl SessionActor ===
 
 impl SessionActor {
@@ -286,10 +280,9 @@ impl SessionActor {
         });
         let work = self.server.dispatch(r.method, r.params, rctx.clone());
         let actor = RequestActor::new(
-            key,
             work,
             rctx,
-            ctx.address().recipient(),
+            report_to(ctx.address().recipient(), key),
             self.server.limits.request_timeout,
             self.manager.stats(),
         )

@@ -6,7 +6,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use mcpd_core::{ResumeError, SessionError};
 use mcpd_protocol::jsonrpc::{error_response, ParseError};
-use mcpd_protocol::{ErrorCode, ErrorObject};
+use mcpd_protocol::{ErrorCode, ErrorObject, RequestId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -32,6 +32,13 @@ pub enum HttpError {
     Unavailable(String),
     #[error("Bad Request: could not read the request body: {0}")]
     Body(String),
+    /// A JSON-RPC error with its own status, echoing the request id.
+    #[error("{error}")]
+    Rpc {
+        status: StatusCode,
+        id: Option<RequestId>,
+        error: ErrorObject,
+    },
 }
 
 impl HttpError {
@@ -50,6 +57,7 @@ impl HttpError {
 impl ResponseError for HttpError {
     fn status_code(&self) -> StatusCode {
         match self {
+            Self::Rpc { status, .. } => *status,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -66,7 +74,10 @@ impl ResponseError for HttpError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let body = error_response(None, &ErrorObject::new(self.rpc_code(), self.to_string()));
+        let body = match self {
+            Self::Rpc { id, error, .. } => error_response(id.as_ref(), error),
+            _ => error_response(None, &ErrorObject::new(self.rpc_code(), self.to_string())),
+        };
         let mut res = HttpResponse::build(self.status_code());
         if self.status_code() == StatusCode::SERVICE_UNAVAILABLE {
             res.insert_header((header::RETRY_AFTER, "1"));

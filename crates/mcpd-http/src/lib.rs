@@ -2,7 +2,8 @@
 //! endpoint, SSE, Origin/Host checks and health routes.
 //!
 //! Layout:
-//! - [`transport`]: `POST`/`GET`/`DELETE` handlers.
+//! - [`transport`]: `POST`/`GET`/`DELETE` handlers and era routing.
+//! - [`modern`]: the 2026-07-28 envelope and `Mcp-*` header checks.
 //! - [`sse`]: JSON-or-SSE responses, keep-alive.
 //! - [`guard`]: Origin and Host checks (DNS-rebinding protection).
 //! - [`error`]: every transport error with its status and JSON-RPC body.
@@ -14,10 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{web, HttpResponse};
-use mcpd_core::SessionManager;
+use mcpd_core::{SessionManager, Stateless};
 
 pub mod error;
 pub mod guard;
+pub mod modern;
 pub mod sse;
 pub mod transport;
 
@@ -52,6 +54,8 @@ impl Default for HttpConfig {
 /// What every handler shares.
 pub struct AppState {
     pub manager: Arc<SessionManager>,
+    /// The 2026-07-28 (stateless) era, served on the same endpoint.
+    pub stateless: Arc<Stateless>,
     pub config: HttpConfig,
 }
 

@@ -45,7 +45,7 @@ pub fn sse_response(
     first: Option<StreamItem>,
     rx: StreamReceiver,
     keep_alive: Duration,
-    session: &str,
+    session: Option<&str>,
 ) -> HttpResponse {
     let start = tokio::time::Instant::now() + keep_alive;
     let tick = tokio::time::interval_at(start, keep_alive);
@@ -61,10 +61,12 @@ pub fn sse_response(
             }
         },
     );
-    HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, "text/event-stream"))
+    let mut res = HttpResponse::Ok();
+    res.insert_header((header::CONTENT_TYPE, "text/event-stream"))
         .insert_header((header::CACHE_CONTROL, "no-cache"))
-        .insert_header(("X-Accel-Buffering", "no"))
-        .insert_header((crate::SESSION_HEADER, session))
-        .streaming(body)
+        .insert_header(("X-Accel-Buffering", "no"));
+    if let Some(session) = session {
+        res.insert_header((crate::SESSION_HEADER, session));
+    }
+    res.streaming(body)
 }

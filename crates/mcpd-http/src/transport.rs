@@ -7,11 +7,12 @@ use actix_web::http::header::{self, HeaderMap};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use mcpd_core::{InitializeError, PostReply, SessionError, SessionHandle, StreamItem};
+use mcpd_core::{InitializeError, ModernMeta, PostReply, SessionError, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
 
 use crate::error::HttpError;
+use crate::modern;
 use crate::sse::sse_response;
 use crate::{AppState, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
@@ -104,6 +105,34 @@ pub async fn post(
     let bytes = read_body(&req, payload, state.config.max_body_bytes).await?;
     let body = Body::parse(&bytes)?;
 
+    // Era routing, per request: a modern `_meta` claim is served statelessly
+    // (even `initialize`, which that era does not have); a modern version
+    // header without the claim is an error, never a silent fallback; all
+    // else follows the session-era rules.
+    let claims_modern = body.messages().iter().any(|m| match m {
+        Message::Request(r) => ModernMeta::is_claimed(r.params.as_ref()),
+        Message::Notification(n) => ModernMeta::is_claimed(n.params.as_ref()),
+        Message::Response(_) => false,
+    });
+    if claims_modern {
+        return modern::post(body, h, &state).await;
+    }
+    if let Some(v) = header_str(h, PROTOCOL_VERSION_HEADER)
+        .filter(|v| ProtocolVersion::parse_modern(v).is_some())
+    {
+        let id = match body.messages() {
+            [Message::Request(r)] => Some(r.id.clone()),
+            _ => None,
+        };
+        return Err(HttpError::Rpc {
+            status: actix_web::http::StatusCode::BAD_REQUEST,
+            id,
+            error: mcpd_protocol::ErrorObject::invalid_params(format!(
+                "MCP-Protocol-Version {v} requires params._meta[\"io.modelcontextprotocol/protocolVersion\"] and clientCapabilities on every request"
+            )),
+        });
+    }
+
     let is_init = |m: &Message| matches!(m, Message::Request(r) if r.method == methods::INITIALIZE);
     if body.messages().iter().any(is_init) {
         if body.is_batch() {
@@ -144,7 +173,7 @@ pub async fn post(
                     other,
                     rx,
                     state.config.keep_alive,
-                    session.id(),
+                    Some(session.id()),
                 )),
             }
         }
@@ -195,7 +224,7 @@ pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
         None,
         rx,
         state.config.keep_alive,
-        session.id(),
+        Some(session.id()),
     ))
 }
 

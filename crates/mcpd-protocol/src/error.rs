@@ -21,6 +21,12 @@ impl ErrorCode {
     pub const SERVER_ERROR: Self = Self(-32000);
     /// The session named by `Mcp-Session-Id` does not exist (the SDKs' code).
     pub const SESSION_NOT_FOUND: Self = Self(-32001);
+    /// 2026-07-28: a request header disagrees with the body (or is missing).
+    pub const HEADER_MISMATCH: Self = Self(-32020);
+    /// 2026-07-28: processing needs a client capability the request did not declare.
+    pub const MISSING_CLIENT_CAPABILITY: Self = Self(-32021);
+    /// 2026-07-28: the request's protocol version is not served.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
     /// mcpd: a cap was reached (in-flight requests, sessions, mailbox); retry later.
     pub const OVERLOADED: Self = Self(-32005);
     /// mcpd: the request ran past its deadline.

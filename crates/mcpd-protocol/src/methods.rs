@@ -27,3 +27,18 @@ pub const NOTIFICATION_ROOTS_LIST_CHANGED: &str = "notifications/roots/list_chan
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 pub const ROOTS_LIST: &str = "roots/list";
+
+pub const SERVER_DISCOVER: &str = "server/discover";
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+    "notifications/subscriptions/acknowledged";
+
+/// 2026-07-28 `_meta` keys.
+pub mod meta {
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+}

@@ -12,6 +12,8 @@ pub enum ProtocolVersion {
     V2025_03_26,
     V2025_06_18,
     V2025_11_25,
+    /// 2026-07-28: the stateless era (no sessions; `_meta` on every request).
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
@@ -21,6 +23,16 @@ impl ProtocolVersion {
     pub const LATEST: ProtocolVersion = Self::V2025_11_25;
     /// The revision assumed when a request names none (streamable-http.md §9).
     pub const DEFAULT_WITHOUT_HEADER: ProtocolVersion = Self::V2025_03_26;
+    /// Stateless-era revisions, served per request.
+    pub const MODERN: [ProtocolVersion; 1] = [Self::V2026_07_28];
+    /// Every revision this server speaks, newest first (`server/discover`,
+    /// `-32022` errors).
+    pub const ALL: [ProtocolVersion; 4] = [
+        Self::V2026_07_28,
+        Self::V2025_11_25,
+        Self::V2025_06_18,
+        Self::V2025_03_26,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -28,6 +40,7 @@ impl ProtocolVersion {
             Self::V2025_03_26 => "2025-03-26",
             Self::V2025_06_18 => "2025-06-18",
             Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
         }
     }
 
@@ -38,6 +51,7 @@ impl ProtocolVersion {
             "2025-03-26" => Some(Self::V2025_03_26),
             "2025-06-18" => Some(Self::V2025_06_18),
             "2025-11-25" => Some(Self::V2025_11_25),
+            "2026-07-28" => Some(Self::V2026_07_28),
             _ => None,
         }
     }
@@ -45,6 +59,16 @@ impl ProtocolVersion {
     /// Parses a revision that a session may run at (the `MCP-Protocol-Version` check).
     pub fn parse_supported(s: &str) -> Option<Self> {
         Self::parse(s).filter(|v| Self::SUPPORTED.contains(v))
+    }
+
+    /// Parses a stateless-era revision.
+    pub fn parse_modern(s: &str) -> Option<Self> {
+        Self::parse(s).filter(|v| Self::MODERN.contains(v))
+    }
+
+    /// True for the stateless era.
+    pub fn is_modern(self) -> bool {
+        self >= Self::V2026_07_28
     }
 
     /// Version negotiation: a supported requested revision is echoed; any
@@ -58,9 +82,10 @@ impl ProtocolVersion {
         self <= Self::V2025_03_26
     }
 
-    /// SSE priming events, `retry` and polling came with 2025-11-25.
+    /// SSE priming events, `retry` and polling came with 2025-11-25 (and
+    /// went with the stateless era, which has no resumption).
     pub fn has_sse_polling(self) -> bool {
-        self >= Self::V2025_11_25
+        self == Self::V2025_11_25
     }
 
     /// Elicitation, `structuredContent`, `title`, `resource_link` came with 2025-06-18.
@@ -81,6 +106,11 @@ pub fn supported_list() -> Vec<&'static str> {
         .iter()
         .map(|v| v.as_str())
         .collect()
+}
+
+/// Every revision served, both eras, for `server/discover` and `-32022`.
+pub fn all_list() -> Vec<&'static str> {
+    ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect()
 }
 
 #[cfg(test)]
@@ -120,6 +150,15 @@ mod tests {
         assert!(ProtocolVersion::parse_supported("2025-11-25").is_some());
         assert!(ProtocolVersion::parse_supported("2024-11-05").is_none());
         assert!(ProtocolVersion::parse_supported("2026-07-28").is_none());
+        assert_eq!(
+            ProtocolVersion::parse_modern("2026-07-28"),
+            Some(ProtocolVersion::V2026_07_28)
+        );
+        assert!(ProtocolVersion::parse_modern("2025-11-25").is_none());
+        assert_eq!(
+            ProtocolVersion::negotiate("2026-07-28"),
+            ProtocolVersion::LATEST
+        );
         assert!(ProtocolVersion::parse_supported("").is_none());
     }
 }

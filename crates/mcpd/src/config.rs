@@ -7,8 +7,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use clap::Parser;
-use mcpd_core::Limits;
+use mcpd_core::sealed::KeyRing;
+use mcpd_core::{CacheHints, Limits};
 use mcpd_http::{HttpConfig, OriginPolicy};
 use mcpd_store::Retention;
 use serde::Deserialize;
@@ -51,7 +54,35 @@ pub struct Config {
     pub http: HttpSection,
     pub limits: LimitsSection,
     pub store: StoreSection,
+    pub stateless: StatelessSection,
     pub log: LogSection,
+}
+
+/// The 2026-07-28 (stateless) era.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatelessSection {
+    /// `ttlMs` on cacheable results (discover, lists, reads).
+    pub cache_ttl_ms: u64,
+    /// `cacheScope` on cacheable results: `public` or `private`.
+    pub cache_scope: String,
+    /// Keys that seal MRTR `requestState`, as `id:base64(32 bytes)`; the
+    /// first seals, all open. Empty: one random key per process (fine for
+    /// one replica; replicas need the same keys).
+    pub state_keys: Vec<String>,
+    /// How long a `requestState` stays valid.
+    pub state_ttl_secs: u64,
+}
+
+impl Default for StatelessSection {
+    fn default() -> Self {
+        Self {
+            cache_ttl_ms: 60_000,
+            cache_scope: "public".into(),
+            state_keys: Vec::new(),
+            state_ttl_secs: 600,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -187,9 +218,9 @@ impl Default for LogSection {
     }
 }
 
-const SECTIONS: [&str; 5] = ["server", "http", "limits", "store", "log"];
+const SECTIONS: [&str; 6] = ["server", "http", "limits", "store", "stateless", "log"];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 2] = ["allowed_origins", "allowed_hosts"];
+const LIST_KEYS: [&str; 3] = ["allowed_origins", "allowed_hosts", "state_keys"];
 
 /// A configuration error: one line, naming the key.
 #[derive(Debug)]
@@ -305,6 +336,10 @@ impl Config {
                 return bad(key, "must be greater than 0");
             }
         }
+        if !matches!(self.stateless.cache_scope.as_str(), "public" | "private") {
+            return bad("stateless.cache_scope", "must be \"public\" or \"private\"");
+        }
+        self.key_ring()?;
         tracing_subscriber::EnvFilter::try_new(&self.log.level)
             .map_err(|e| ConfigError(format!("log.level: {e}")))?;
         Ok(())
@@ -339,6 +374,43 @@ impl Config {
             },
             max_body_bytes: h.max_body_bytes,
             keep_alive: Duration::from_secs(h.keep_alive_secs),
+        }
+    }
+
+    /// The MRTR key ring from `stateless.state_keys`.
+    pub fn key_ring(&self) -> Result<KeyRing, ConfigError> {
+        let ttl = Duration::from_secs(self.stateless.state_ttl_secs);
+        if self.stateless.state_keys.is_empty() {
+            return Ok(KeyRing::random(ttl));
+        }
+        let mut keys = Vec::new();
+        for (i, entry) in self.stateless.state_keys.iter().enumerate() {
+            let bad = |why: &str| ConfigError(format!("stateless.state_keys[{i}]: {why}"));
+            let (id, b64) = entry
+                .split_once(':')
+                .ok_or_else(|| bad("must be id:base64key"))?;
+            if id.is_empty()
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(bad("the key id must be letters, digits, - or _"));
+            }
+            let raw = STANDARD
+                .decode(b64.trim())
+                .map_err(|_| bad("the key is not valid Base64"))?;
+            let key: [u8; 32] = raw
+                .try_into()
+                .map_err(|_| bad("the key must be 32 bytes (44 Base64 characters)"))?;
+            keys.push((id.to_owned(), key));
+        }
+        Ok(KeyRing::new(keys, ttl))
+    }
+
+    pub fn cache_hints(&self) -> CacheHints {
+        CacheHints {
+            ttl_ms: self.stateless.cache_ttl_ms,
+            scope: self.stateless.cache_scope.clone(),
         }
     }
 
@@ -456,5 +528,8 @@ mod tests {
         assert!(err(&[("MCPD_LIMITS_NO_SUCH_KEY", "1")]).contains("no_such_key"));
         assert!(err(&[("MCPD_STORE_BACKEND", "etcd")]).contains("store.backend"));
         assert!(!err(&[("MCPD_LIMITS_MAX_SESSIONS", "lots")]).contains('\n'));
+        assert!(err(&[("MCPD_STATELESS_STATE_KEYS", "k1:c2hvcnQ=")])
+            .contains("stateless.state_keys[0]"));
+        assert!(err(&[("MCPD_STATELESS_CACHE_SCOPE", "shared")]).contains("stateless.cache_scope"));
     }
 }

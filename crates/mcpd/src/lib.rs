@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{web, App, HttpServer};
-use mcpd_core::{McpServer, Registry, SessionManager, Stats};
+use mcpd_core::{McpServer, Registry, SessionManager, Stateless, Stats};
 use mcpd_http::AppState;
 use mcpd_protocol::types::Implementation;
 use mcpd_store::{EventLog, MemoryEventLog};
@@ -51,11 +51,16 @@ pub fn serve_with(
     let log: Arc<dyn EventLog> = Arc::new(MemoryEventLog::new(config.retention()));
     let manager = SessionManager::new(Arc::new(server), log, stats);
     manager.start_change_feed();
+    let keys = config
+        .key_ring()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let stateless = Stateless::new(manager.clone(), keys, config.cache_hints());
     for task in background {
         actix_rt::spawn(task);
     }
     let state = web::Data::new(AppState {
         manager,
+        stateless,
         config: config.http(),
     });
     let mut http =

@@ -9,6 +9,7 @@ use mcpd_core::{Registry, Stats};
 use serde::{Deserialize, Serialize};
 
 pub mod conformance;
+pub mod conformance_stateless;
 pub mod demo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -31,6 +32,7 @@ impl Toolset {
             Toolset::Demo => demo::install(registry, stats),
             Toolset::Conformance => {
                 conformance::install(registry);
+                conformance_stateless::install(registry);
                 Vec::new()
             }
             Toolset::None => Vec::new(),

@@ -1,0 +1,192 @@
+//! Sealing MRTR `requestState`: the client carries the state between rounds,
+//! so it is encrypted and authenticated (ChaCha20-Poly1305) with a key ring
+//! shared by every replica, bound to the request it belongs to, and expires.
+//!
+//! Token: `v1.<key id>.<base64url(nonce ‖ ciphertext)>`. The associated data
+//! binds the token to the method, the target (tool/prompt name or resource
+//! URI), the arguments and the principal, so a state minted for one call
+//! cannot be replayed into another.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use serde::{Deserialize, Serialize};
+
+use mcpd_protocol::types::JsonObject;
+
+/// Why a `requestState` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    #[error("requestState is malformed")]
+    Malformed,
+    #[error("requestState was sealed with an unknown key")]
+    UnknownKey,
+    #[error("requestState failed verification: it was altered, or belongs to another request")]
+    Forged,
+    #[error("requestState has expired; start the request again without it")]
+    Expired,
+}
+
+/// The named keys; the first seals, all open (so keys can rotate).
+pub struct KeyRing {
+    keys: Vec<(String, ChaCha20Poly1305)>,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for KeyRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.keys.iter().map(|(id, _)| id.as_str()).collect();
+        f.debug_struct("KeyRing")
+            .field("key_ids", &ids)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    /// Answers collected in earlier rounds.
+    answers: JsonObject,
+    /// Expiry, seconds since the Unix epoch.
+    exp: u64,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl KeyRing {
+    /// A ring from `(id, 32-byte key)` pairs; the first seals.
+    pub fn new(keys: Vec<(String, [u8; 32])>, ttl: Duration) -> Self {
+        let keys = keys
+            .into_iter()
+            .map(|(id, k)| (id, ChaCha20Poly1305::new(Key::from_slice(&k))))
+            .collect();
+        Self { keys, ttl }
+    }
+
+    /// A ring with one random key: fine for one replica; replicas that must
+    /// accept each other's states need the same configured keys.
+    pub fn random(ttl: Duration) -> Self {
+        let key = ChaCha20Poly1305::generate_key(&mut OsRng);
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&key);
+        Self::new(vec![("local".into(), k)], ttl)
+    }
+
+    /// Seals `answers` for the request described by `binding`.
+    pub fn seal(&self, answers: &JsonObject, binding: &str) -> String {
+        let (id, cipher) = &self.keys[0];
+        let body = serde_json::to_vec(&Sealed {
+            answers: answers.clone(),
+            exp: now() + self.ttl.as_secs(),
+        })
+        .unwrap_or_default();
+        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let ct = cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: &body,
+                    aad: binding.as_bytes(),
+                },
+            )
+            .unwrap_or_default();
+        let mut raw = nonce.to_vec();
+        raw.extend_from_slice(&ct);
+        format!("v1.{id}.{}", URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// Opens a token sealed for the same `binding`; returns its answers.
+    pub fn open(&self, token: &str, binding: &str) -> Result<JsonObject, SealError> {
+        let mut parts = token.splitn(3, '.');
+        let (Some("v1"), Some(id), Some(data)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(SealError::Malformed);
+        };
+        let cipher = self
+            .keys
+            .iter()
+            .find(|(k, _)| k == id)
+            .map(|(_, c)| c)
+            .ok_or(SealError::UnknownKey)?;
+        let raw = URL_SAFE_NO_PAD
+            .decode(data)
+            .map_err(|_| SealError::Forged)?;
+        if raw.len() < 12 {
+            return Err(SealError::Forged);
+        }
+        let (nonce, ct) = raw.split_at(12);
+        let body = cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ct,
+                    aad: binding.as_bytes(),
+                },
+            )
+            .map_err(|_| SealError::Forged)?;
+        let sealed: Sealed = serde_json::from_slice(&body).map_err(|_| SealError::Malformed)?;
+        if sealed.exp < now() {
+            return Err(SealError::Expired);
+        }
+        Ok(sealed.answers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answers() -> JsonObject {
+        json!({"user_name": {"action": "accept", "content": {"name": "Alice"}}})
+            .as_object()
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn round_trips_for_the_same_request_only() {
+        let ring = KeyRing::random(Duration::from_secs(60));
+        let t = ring.seal(&answers(), "tools/call|greet|{}");
+        assert_eq!(ring.open(&t, "tools/call|greet|{}").unwrap(), answers());
+        assert_eq!(ring.open(&t, "tools/call|other|{}"), Err(SealError::Forged));
+        assert_eq!(
+            ring.open(&format!("{t}-TAMPERED"), "tools/call|greet|{}"),
+            Err(SealError::Forged)
+        );
+        assert_eq!(ring.open("garbage", "x"), Err(SealError::Malformed));
+    }
+
+    #[test]
+    fn another_ring_cannot_open_and_rotation_keeps_old_keys() {
+        let a = KeyRing::new(vec![("a".into(), [1; 32])], Duration::from_secs(60));
+        let b = KeyRing::new(
+            vec![("b".into(), [2; 32]), ("a".into(), [1; 32])],
+            Duration::from_secs(60),
+        );
+        let c = KeyRing::new(vec![("a".into(), [3; 32])], Duration::from_secs(60));
+        let t = a.seal(&answers(), "m");
+        assert_eq!(b.open(&t, "m").unwrap(), answers());
+        assert_eq!(c.open(&t, "m"), Err(SealError::Forged));
+        assert!(b.seal(&answers(), "m").starts_with("v1.b."));
+        assert_eq!(
+            KeyRing::random(Duration::from_secs(1)).open(&t, "m"),
+            Err(SealError::UnknownKey)
+        );
+    }
+
+    #[test]
+    fn expired_states_are_refused() {
+        let ring = KeyRing::new(vec![("a".into(), [1; 32])], Duration::from_secs(0));
+        let t = ring.seal(&answers(), "m");
+        std::thread::sleep(Duration::from_millis(1100));
+        assert_eq!(ring.open(&t, "m"), Err(SealError::Expired));
+    }
+}

@@ -1,0 +1,524 @@
+//! The stateless era (2026-07-28): no sessions, `_meta` on every request,
+//! multi round-trip requests (MRTR) instead of server → client requests.
+//!
+//! A request runs in the same [`RequestActor`] and the same dispatch as in
+//! the session era; only its [`Peer`] differs. [`StatelessPeer`] writes
+//! progress and logs straight to the request's response stream, and answers
+//! `ctx.elicit(..)` from `inputResponses` when the client already gave the
+//! answer, or else records the question and parks the handler: the request
+//! then ends with an `InputRequiredResult` whose sealed `requestState`
+//! carries every answer so far. The client's retry re-runs the handler with
+//! all answers at hand, on any replica that has the same key ring.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use async_trait::async_trait;
+use bytes::Bytes;
+use mcpd_protocol::jsonrpc::{self, Request};
+use mcpd_protocol::methods::{self as m, meta};
+use mcpd_protocol::types::{
+    ClientCapabilities, Implementation, JsonObject, LoggingLevel, LoggingMessageParams,
+};
+use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion, RequestId};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Notify};
+
+use crate::context::{ContextParts, Peer, PeerError, RequestContext};
+use crate::listen::{ListenActor, ListenFilter};
+use crate::manager::SessionManager;
+use crate::request::RequestActor;
+use crate::sealed::KeyRing;
+use crate::stream::{StreamItem, StreamReceiver, StreamSender};
+
+/// The per-request `_meta` claims of a 2026-07-28 request.
+#[derive(Debug, Clone)]
+pub struct ModernMeta {
+    pub protocol_version: String,
+    pub client_capabilities: ClientCapabilities,
+    pub client_info: Option<Implementation>,
+    pub log_level: Option<LoggingLevel>,
+    pub progress_token: Option<Value>,
+}
+
+impl ModernMeta {
+    /// Whether `params._meta` claims the stateless era.
+    pub fn is_claimed(params: Option<&JsonObject>) -> bool {
+        params
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.contains_key(meta::PROTOCOL_VERSION))
+    }
+
+    /// Reads `params._meta`; a missing or malformed required key is `-32602`.
+    pub fn parse(params: Option<&JsonObject>) -> Result<Self, ErrorObject> {
+        let bad = |msg: String| ErrorObject::invalid_params(msg);
+        let m = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("params._meta is required at protocol version 2026-07-28".into()))?;
+        let protocol_version = m
+            .get(meta::PROTOCOL_VERSION)
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                bad(format!(
+                    "_meta[\"{}\"] must be a string",
+                    meta::PROTOCOL_VERSION
+                ))
+            })?
+            .to_owned();
+        let caps = m.get(meta::CLIENT_CAPABILITIES).ok_or_else(|| {
+            bad(format!(
+                "_meta[\"{}\"] is required",
+                meta::CLIENT_CAPABILITIES
+            ))
+        })?;
+        let client_capabilities = serde_json::from_value(caps.clone()).map_err(|e| {
+            bad(format!(
+                "_meta[\"{}\"] is malformed: {e}",
+                meta::CLIENT_CAPABILITIES
+            ))
+        })?;
+        let client_info = m
+            .get(meta::CLIENT_INFO)
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let log_level = match m.get(meta::LOG_LEVEL) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(serde_json::from_value(v.clone()).map_err(|_| {
+                bad(format!(
+                    "_meta[\"{}\"] is not a log level: {v}",
+                    meta::LOG_LEVEL
+                ))
+            })?),
+        };
+        let progress_token = m
+            .get("progressToken")
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        Ok(Self {
+            protocol_version,
+            client_capabilities,
+            client_info,
+            log_level,
+            progress_token,
+        })
+    }
+}
+
+/// `ttlMs` and `cacheScope` put on cacheable results.
+#[derive(Debug, Clone)]
+pub struct CacheHints {
+    pub ttl_ms: u64,
+    /// `public` (no per-user data) or `private`.
+    pub scope: String,
+}
+
+impl Default for CacheHints {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 60_000,
+            scope: "public".into(),
+        }
+    }
+}
+
+const CACHEABLE: [&str; 6] = [
+    m::SERVER_DISCOVER,
+    m::TOOLS_LIST,
+    m::PROMPTS_LIST,
+    m::RESOURCES_LIST,
+    m::RESOURCES_TEMPLATES_LIST,
+    m::RESOURCES_READ,
+];
+
+/// Methods that may answer with an `InputRequiredResult`.
+const MRTR_METHODS: [&str; 3] = [m::TOOLS_CALL, m::PROMPTS_GET, m::RESOURCES_READ];
+
+/// Methods of the session era that 2026-07-28 removed.
+pub const REMOVED_METHODS: [&str; 5] = [
+    m::INITIALIZE,
+    m::PING,
+    m::LOGGING_SET_LEVEL,
+    m::RESOURCES_SUBSCRIBE,
+    m::RESOURCES_UNSUBSCRIBE,
+];
+
+/// The stateless era's way into core.
+pub struct Stateless {
+    manager: Arc<SessionManager>,
+    keys: KeyRing,
+    cache: CacheHints,
+}
+
+impl Stateless {
+    pub fn new(manager: Arc<SessionManager>, keys: KeyRing, cache: CacheHints) -> Arc<Self> {
+        Arc::new(Self {
+            manager,
+            keys,
+            cache,
+        })
+    }
+
+    fn server_info(&self) -> Value {
+        serde_json::to_value(&self.manager.server().info).unwrap_or(Value::Null)
+    }
+
+    /// Adds `resultType`, server info and cache hints to a result.
+    fn decorate(
+        &self,
+        method: &str,
+        outcome: Result<Value, ErrorObject>,
+    ) -> Result<Value, ErrorObject> {
+        match outcome {
+            Ok(Value::Object(mut r)) => {
+                let complete = !r.contains_key("resultType");
+                r.entry("resultType")
+                    .or_insert_with(|| Value::from("complete"));
+                if complete && CACHEABLE.contains(&method) {
+                    r.insert("ttlMs".into(), Value::from(self.cache.ttl_ms));
+                    r.insert("cacheScope".into(), Value::from(self.cache.scope.clone()));
+                }
+                let meta = r
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(JsonObject::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(meta::SERVER_INFO.into(), self.server_info());
+                }
+                Ok(Value::Object(r))
+            }
+            Ok(other) => Ok(other),
+            // 2026-07-28 has no -32002: an unknown resource is invalid params.
+            Err(mut e) if e.code == ErrorCode::RESOURCE_NOT_FOUND => {
+                e.code = ErrorCode::INVALID_PARAMS;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The `server/discover` result.
+    pub fn discover(&self) -> Value {
+        let caps = self.manager.server().capabilities();
+        let mut result = json!({
+            "supportedVersions": mcpd_protocol::version::all_list(),
+            "capabilities": caps,
+        });
+        if let Some(i) = &self.manager.server().instructions {
+            result["instructions"] = Value::from(i.clone());
+        }
+        self.decorate(m::SERVER_DISCOVER, Ok(result))
+            .unwrap_or(Value::Null)
+    }
+
+    /// Runs one request; its messages and outcome arrive on the returned
+    /// stream (a JSON body unless something is emitted first). Dropping the
+    /// receiver cancels the request. Call inside an actix arbiter.
+    pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta) -> StreamReceiver {
+        let limits = &self.manager.server().limits;
+        let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
+        let method = req.method.clone();
+        let id = req.id.clone();
+        let binding = binding(&req);
+        let answers = match self.collect_answers(req.params.as_ref(), &binding) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = tx.try_send(StreamItem::Json(to_bytes(&jsonrpc::error_response(
+                    Some(&id),
+                    &e,
+                ))));
+                return rx;
+            }
+        };
+        let mrtr = Arc::new(Mrtr::default());
+        let emitted = Arc::new(AtomicBool::new(false));
+        let peer = StatelessPeer {
+            writer: tx.clone(),
+            emitted: emitted.clone(),
+            log_level: meta.log_level,
+            answers: answers.clone(),
+            mrtr: mrtr.clone(),
+            may_ask: MRTR_METHODS.contains(&method.as_str()),
+        };
+        let rctx = RequestContext::new(ContextParts {
+            request_id: id.clone(),
+            progress_token: meta.progress_token.clone(),
+            client_capabilities: Arc::new(meta.client_capabilities),
+            protocol_version: ProtocolVersion::V2026_07_28,
+            session_id: None,
+            peer: Arc::new(peer),
+            ask_timeout: limits.client_request_timeout,
+        });
+        let work = self
+            .manager
+            .server()
+            .dispatch(method.clone(), req.params, rctx.clone());
+        let this = self.clone();
+        let driver = {
+            let mrtr = mrtr.clone();
+            let this = this.clone();
+            Box::pin(async move {
+                tokio::select! {
+                    biased;
+                    out = work => out,
+                    () = mrtr.signal.notified() => this.interrupted(&mrtr, answers, &binding),
+                }
+            })
+        };
+        let writer = tx.clone();
+        let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
+            let outcome = this.decorate(&method, outcome);
+            let bytes = to_bytes(&jsonrpc::outcome_response(&id, &outcome));
+            let item = if emitted.load(Ordering::Acquire) {
+                StreamItem::Event {
+                    id: String::new(),
+                    data: bytes,
+                    retry_ms: None,
+                }
+            } else {
+                StreamItem::Json(bytes)
+            };
+            // The final message waits for room rather than being dropped.
+            actix::spawn(async move {
+                let _ = writer.send(item).await;
+            });
+        });
+        let closed = Box::pin(async move { tx.closed().await });
+        RequestActor::new(
+            driver,
+            rctx,
+            on_done,
+            limits.request_timeout,
+            self.manager.stats(),
+        )
+        .cancel_on(closed)
+        .start();
+        rx
+    }
+
+    /// Answers from the sealed `requestState` plus this round's `inputResponses`.
+    fn collect_answers(
+        &self,
+        params: Option<&JsonObject>,
+        binding: &str,
+    ) -> Result<JsonObject, ErrorObject> {
+        let mut answers = match params.and_then(|p| p.get("requestState")) {
+            None | Some(Value::Null) => JsonObject::new(),
+            Some(Value::String(s)) => self
+                .keys
+                .open(s, binding)
+                .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState: {e}")))?,
+            Some(_) => return Err(ErrorObject::invalid_params("requestState must be a string")),
+        };
+        match params.and_then(|p| p.get("inputResponses")) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(r)) => answers.extend(r.clone()),
+            Some(_) => {
+                return Err(ErrorObject::invalid_params(
+                    "inputResponses must be an object",
+                ))
+            }
+        }
+        Ok(answers)
+    }
+
+    /// The handler asked for something the client must supply first.
+    fn interrupted(
+        &self,
+        mrtr: &Mrtr,
+        mut answers: JsonObject,
+        binding: &str,
+    ) -> Result<Value, ErrorObject> {
+        let state = mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
+        for key in &state.invalid {
+            answers.remove(key);
+        }
+        if !state.missing.is_empty() {
+            let names: Vec<&String> = state.missing.keys().collect();
+            return Err(ErrorObject::new(
+                ErrorCode::MISSING_CLIENT_CAPABILITY,
+                format!(
+                    "This request needs client capabilities the request did not declare: {names:?}"
+                ),
+            )
+            .with_data(json!({ "requiredCapabilities": state.missing })));
+        }
+        if state.misplaced {
+            return Err(ErrorObject::internal(
+                "the handler asked the client for input in a method that cannot ask",
+            ));
+        }
+        Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": state.inputs,
+            "requestState": self.keys.seal(&answers, binding),
+        }))
+    }
+
+    /// `subscriptions/listen`: a stream of the changes the client asked for.
+    pub fn listen(self: &Arc<Self>, req: Request) -> StreamReceiver {
+        let limits = &self.manager.server().limits;
+        let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
+        let filter = ListenFilter::from_params(req.params.as_ref());
+        ListenActor::new(req.id, filter, tx, self.manager.clone(), self.server_info()).start();
+        rx
+    }
+}
+
+/// What a stateless request is bound to: its method, target and arguments.
+fn binding(req: &Request) -> String {
+    let p = req.params.as_ref();
+    let get = |k: &str| {
+        p.and_then(|p| p.get(k))
+            .map(Value::to_string)
+            .unwrap_or_default()
+    };
+    format!(
+        "{}\n{}\n{}\n{}",
+        req.method,
+        get("name"),
+        get("uri"),
+        get("arguments")
+    )
+}
+
+fn to_bytes(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+#[derive(Default)]
+struct MrtrState {
+    /// `inputRequests`: key → `{method, params}`.
+    inputs: JsonObject,
+    /// `requiredCapabilities` the request lacks.
+    missing: JsonObject,
+    /// A method that may not answer `input_required` asked anyway.
+    misplaced: bool,
+    /// Answers that did not fit their question (asked again, not kept).
+    invalid: Vec<String>,
+}
+
+#[derive(Default)]
+struct Mrtr {
+    state: Mutex<MrtrState>,
+    signal: Notify,
+}
+
+impl Mrtr {
+    fn update(&self, f: impl FnOnce(&mut MrtrState)) {
+        f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
+        // A stored permit: the driver sees it after the handler's current
+        // poll, by which time every concurrent ask (a `join!`) has registered.
+        self.signal.notify_one();
+    }
+}
+
+/// The stateless era's [`Peer`].
+struct StatelessPeer {
+    writer: StreamSender,
+    emitted: Arc<AtomicBool>,
+    log_level: Option<LoggingLevel>,
+    answers: JsonObject,
+    mrtr: Arc<Mrtr>,
+    may_ask: bool,
+}
+
+impl StatelessPeer {
+    async fn park(&self) -> ! {
+        std::future::pending::<()>().await;
+        unreachable!("a parked handler is dropped, never resumed")
+    }
+}
+
+#[async_trait]
+impl Peer for StatelessPeer {
+    async fn notify(&self, method: &'static str, params: Value) -> Result<(), PeerError> {
+        self.emitted.store(true, Ordering::Release);
+        let data = to_bytes(&jsonrpc::notification(method, params));
+        self.writer
+            .send(StreamItem::Event {
+                id: String::new(),
+                data,
+                retry_ms: None,
+            })
+            .await
+            .map_err(|_| PeerError::Gone)
+    }
+
+    async fn log(
+        &self,
+        level: LoggingLevel,
+        logger: Option<String>,
+        data: Value,
+    ) -> Result<(), PeerError> {
+        // Logs only for a request that opted in, at or above its level.
+        match self.log_level {
+            Some(min) if level >= min => {
+                let params = serde_json::to_value(LoggingMessageParams {
+                    level,
+                    logger,
+                    data,
+                })
+                .unwrap_or(Value::Null);
+                self.notify(m::NOTIFICATION_MESSAGE, params).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn request(
+        &self,
+        key: &str,
+        method: &'static str,
+        params: Value,
+        _timeout: Duration,
+    ) -> Result<Value, PeerError> {
+        if let Some(answer) = self.answers.get(key) {
+            return Ok(answer.clone());
+        }
+        let may_ask = self.may_ask;
+        self.mrtr.update(|s| {
+            if may_ask {
+                s.inputs.insert(
+                    key.to_owned(),
+                    json!({ "method": method, "params": params }),
+                );
+            } else {
+                s.misplaced = true;
+            }
+        });
+        self.park().await
+    }
+
+    async fn missing_capability(&self, capability: &'static str) -> PeerError {
+        self.mrtr.update(|s| {
+            s.missing
+                .insert(capability.to_owned(), Value::Object(JsonObject::new()));
+        });
+        self.park().await
+    }
+
+    async fn invalid_answer(
+        &self,
+        key: &str,
+        method: &'static str,
+        params: Value,
+        _error: String,
+    ) -> PeerError {
+        // Ask again rather than fail: the client may answer properly.
+        self.mrtr.update(|s| {
+            s.inputs.insert(
+                key.to_owned(),
+                json!({ "method": method, "params": params }),
+            );
+            s.invalid.push(key.to_owned());
+        });
+        self.park().await
+    }
+}
+
+/// Used by the transport: the id-less error for a request it refuses.
+pub fn error_body(id: Option<&RequestId>, e: &ErrorObject) -> Value {
+    jsonrpc::error_response(id, e)
+}
