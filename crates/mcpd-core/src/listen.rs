@@ -174,6 +174,30 @@ impl Actor for ListenActor {
     }
 }
 
+/// The server is shutting down: end the subscription the polite way.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndListen;
+
+impl Handler<EndListen> for ListenActor {
+    type Result = ();
+
+    fn handle(&mut self, _: EndListen, ctx: &mut Context<Self>) {
+        // The listen request's result, then close: a client told this way
+        // reconnects (to another replica) instead of treating it as an error.
+        let result = json!({ "resultType": "complete", "_meta": { meta::SUBSCRIPTION_ID: self.id.to_value() } });
+        let data = Bytes::from(
+            serde_json::to_vec(&jsonrpc::response(&self.id, result)).unwrap_or_default(),
+        );
+        let _ = self.writer.try_send(StreamItem::Event {
+            id: String::new(),
+            data,
+            retry_ms: None,
+        });
+        ctx.stop();
+    }
+}
+
 impl Handler<Changed> for ListenActor {
     type Result = ();
 

@@ -247,6 +247,14 @@ impl SessionManager {
         }
     }
 
+    /// Shutdown, first step: every `subscriptions/listen` stream gets its
+    /// final result and is closed, so its client reconnects elsewhere.
+    pub fn shutdown_streams(&self) {
+        for l in self.listeners.iter() {
+            let _ = l.value().0.try_send(crate::listen::EndListen);
+        }
+    }
+
     /// Ends every session (shutdown).
     pub fn terminate_all(&self) {
         let ids: Vec<Arc<str>> = self.sessions.iter().map(|e| e.key().clone()).collect();

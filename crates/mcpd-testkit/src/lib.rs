@@ -23,7 +23,7 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// The MCP endpoint, e.g. `http://127.0.0.1:PORT/mcp`.
     pub url: String,
-    handle: actix_web::dev::ServerHandle,
+    stop: mcpd::StopHandle,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -48,7 +48,7 @@ impl TestServer {
     /// to add test-only tools), with the same port and worker set-up.
     pub fn start_serving<F>(mut config: Config, serve: F) -> Self
     where
-        F: FnOnce(&Config, TcpListener) -> std::io::Result<actix_web::dev::Server> + Send + 'static,
+        F: FnOnce(&Config, TcpListener) -> std::io::Result<mcpd::Running> + Send + 'static,
     {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
@@ -61,18 +61,31 @@ impl TestServer {
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             actix_rt::System::new().block_on(async move {
-                let server = serve(&config, listener).expect("mcpd starts");
-                tx.send(server.handle()).expect("handle sent");
-                let _ = server.await;
+                let running = serve(&config, listener).expect("mcpd starts");
+                tx.send(running.stop_handle()).expect("handle sent");
+                let _ = running.run().await;
             });
         });
-        let handle = rx.recv().expect("mcpd started");
+        let stop = rx.recv().expect("mcpd started");
         Self {
             addr,
             url,
-            handle,
+            stop,
             thread: Some(thread),
         }
+    }
+
+    /// Shuts the server down the way SIGTERM does (graceful), without
+    /// waiting: listen streams get their final result, then HTTP stops.
+    pub fn shutdown(&self) {
+        let stop = self.stop.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(stop.stop(true));
+        });
     }
 
     /// A client for this server.
@@ -83,14 +96,14 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        let handle = self.handle.clone();
+        let stop = self.stop.clone();
         // Stop from a throwaway runtime: drop may run outside any runtime.
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
-            rt.block_on(handle.stop(false));
+            rt.block_on(stop.stop(false));
         })
         .join()
         .ok();

@@ -21,9 +21,44 @@ pub mod toolsets;
 
 pub use config::{Cli, Config};
 
+/// A started mcpd: await [`Running::run`] to serve; stop it with a
+/// [`StopHandle`].
+pub struct Running {
+    server: actix_web::dev::Server,
+    stop: StopHandle,
+}
+
+/// Stops a running mcpd: streams that can end politely do (listen streams
+/// get their final result), then the HTTP server stops.
+#[derive(Clone)]
+pub struct StopHandle {
+    http: actix_web::dev::ServerHandle,
+    manager: Arc<SessionManager>,
+}
+
+impl StopHandle {
+    /// `graceful`: let in-flight HTTP responses finish (up to
+    /// `server.shutdown_grace_secs`).
+    pub async fn stop(&self, graceful: bool) {
+        self.manager.shutdown_streams();
+        self.http.stop(graceful).await;
+    }
+}
+
+impl Running {
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Serves until stopped.
+    pub async fn run(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
 /// Starts mcpd on `listener`. Must be called inside an actix system; the
-/// returned server runs until stopped through its handle or by a signal.
-pub fn serve(config: &Config, listener: TcpListener) -> std::io::Result<actix_web::dev::Server> {
+/// returned server runs once awaited, until stopped through its handle.
+pub fn serve(config: &Config, listener: TcpListener) -> std::io::Result<Running> {
     serve_with(config, listener, |_| {})
 }
 
@@ -33,7 +68,7 @@ pub fn serve_with(
     config: &Config,
     listener: TcpListener,
     extend: impl FnOnce(&Registry),
-) -> std::io::Result<actix_web::dev::Server> {
+) -> std::io::Result<Running> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
     let background = config.server.toolset.install(&registry, stats.clone());
@@ -59,7 +94,7 @@ pub fn serve_with(
         actix_rt::spawn(task);
     }
     let state = web::Data::new(AppState {
-        manager,
+        manager: manager.clone(),
         stateless,
         config: config.http(),
     });
@@ -71,7 +106,12 @@ pub fn serve_with(
     if config.server.workers > 0 {
         http = http.workers(config.server.workers);
     }
-    Ok(http.run())
+    let server = http.disable_signals().run();
+    let stop = StopHandle {
+        http: server.handle(),
+        manager,
+    };
+    Ok(Running { server, stop })
 }
 
 /// Binds the configured address, prints `mcpd listening on URL` on stdout,
@@ -86,8 +126,14 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
     println!("mcpd listening on http://{local}{}", config.http.path);
     std::io::stdout().flush()?;
     actix_rt::System::new().block_on(async move {
-        let server = serve_with(config, listener, extend)?;
-        server.await
+        let running = serve_with(config, listener, extend)?;
+        let stop = running.stop_handle();
+        actix_rt::spawn(async move {
+            let why = shutdown_signal().await;
+            tracing::info!("{why}: shutting down");
+            stop.stop(true).await;
+        });
+        running.run().await
     })?;
     tracing::info!("mcpd stopped");
     Ok(())
@@ -119,5 +165,28 @@ fn init_logging(config: &Config) {
     match config.log.format {
         LogFormat::Human => builder.init(),
         LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT, naming which.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
     }
 }
