@@ -159,8 +159,10 @@ pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
 fn init_logging(config: &Config) {
     use config::LogFormat;
     let filter = tracing_subscriber::EnvFilter::new(&config.log.level);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match config.log.format {
         LogFormat::Human => builder.init(),
