@@ -69,14 +69,23 @@ start_mcpd() {  # start_mcpd NAME ARGS... ; sets URL
 }
 
 # --- official conformance suite (strict: warnings fail) ----------------------------
-if [ -x "$SHARED/conformance/run.sh" ] || [ -f "$SHARED/conformance/run.sh" ]; then
+# Line 0.1 (32 session-era scenarios), then line 0.2 at 2025-11-25 and
+# 2026-07-28 (both eras), all against one mcpd process.
+run_conformance() {  # run_conformance LABEL ENV...
+  local label=$1; shift
+  say "conformance $label against $URL"
+  env CONFORMANCE_STRICT=1 "$@" bash "$SHARED/conformance/run.sh" "$URL" "$LOGDIR/conformance-$label" \
+    2>"$LOGDIR/conformance-$label.err" | sed "s/^/[$label] /" | tee "$LOGDIR/conformance-$label.log"
+  local line cp cf
+  line=$(grep -E 'conformance: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/conformance-$label.log" | tail -1)
+  cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  [ -n "$line" ] || { cp=0; cf=1; }
+  count "$cp" "$cf"
+}
+if [ -f "$SHARED/conformance/run.sh" ]; then
   if start_mcpd conformance-server --toolset conformance; then
-    say "conformance suite against $URL"
-    CONFORMANCE_STRICT=1 bash "$SHARED/conformance/run.sh" "$URL" "$LOGDIR/conformance" 2>"$LOGDIR/conformance.err" | tee "$LOGDIR/conformance.log"
-    line=$(grep -E '^conformance: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/conformance.log" | tail -1)
-    cp=$(echo "$line" | sed -E 's/conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
-    [ -n "$line" ] || { cp=0; cf=1; }
-    count "$cp" "$cf"
+    run_conformance line-0.1
+    run_conformance line-0.2 CONFORMANCE_LINE=0.2 CONFORMANCE_SPEC_VERSION="2025-11-25 2026-07-28"
   else count 0 1; fi
 else
   echo "FAIL conformance: $SHARED/conformance/run.sh not found (set MCPD_SHARED)"; count 0 1
