@@ -159,7 +159,14 @@ impl McpServer {
                     let UriParams { uri } = parse_params(p)?;
                     for provider in this.registry.resource_providers() {
                         if let Some(contents) = provider.read(&uri, &ctx).await? {
-                            return to_json(&ReadResourceResult { contents });
+                            let mut result = to_json(&ReadResourceResult { contents })?;
+                            if let (true, Some(h), Value::Object(r)) =
+                                (v.is_modern(), provider.cache_hints(), &mut result)
+                            {
+                                r.insert("ttlMs".into(), Value::from(h.ttl_ms));
+                                r.insert("cacheScope".into(), Value::from(h.scope));
+                            }
+                            return Ok(result);
                         }
                     }
                     Err(ErrorObject::new(

@@ -70,6 +70,12 @@ pub trait ResourceProvider: Send + Sync + 'static {
         uri: &str,
         ctx: &RequestContext,
     ) -> Result<Option<Vec<ResourceContents>>, ErrorObject>;
+    /// Cache hints for this provider's `resources/read` results in the
+    /// stateless era (`ttlMs`, `cacheScope`); `None` uses the server's
+    /// configured defaults. Use `private` for per-user content.
+    fn cache_hints(&self) -> Option<crate::stateless::CacheHints> {
+        None
+    }
     /// Completion for a template variable; `None` when the template is not this provider's.
     async fn complete(
         &self,

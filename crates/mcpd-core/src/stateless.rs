@@ -177,8 +177,11 @@ impl Stateless {
                 r.entry("resultType")
                     .or_insert_with(|| Value::from("complete"));
                 if complete && CACHEABLE.contains(&method) {
-                    r.insert("ttlMs".into(), Value::from(self.cache.ttl_ms));
-                    r.insert("cacheScope".into(), Value::from(self.cache.scope.clone()));
+                    // A provider's own hints (already in the result) win.
+                    r.entry("ttlMs")
+                        .or_insert_with(|| Value::from(self.cache.ttl_ms));
+                    r.entry("cacheScope")
+                        .or_insert_with(|| Value::from(self.cache.scope.clone()));
                 }
                 let meta = r
                     .entry("_meta")

@@ -208,6 +208,14 @@ impl ResourceProvider for DemoResources {
         }]
     }
 
+    /// The clock changes every second, so caches may keep a read for one.
+    fn cache_hints(&self) -> Option<mcpd_core::CacheHints> {
+        Some(mcpd_core::CacheHints {
+            ttl_ms: 1000,
+            scope: "public".into(),
+        })
+    }
+
     async fn read(
         &self,
         uri: &str,
