@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Interop tests: the official TypeScript and Python MCP SDK clients against a
-# running mcpd.
+# running mcpd, in both protocol eras (2026-07-28 stateless, 2025-11-25 session).
 #
 #   tests/interop/run.sh http://127.0.0.1:PORT/mcp
 #
 # Installs the pinned SDKs (package-lock.json, requirements.txt) into a cache
 # directory, ${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}, skipping the install
-# when the cache already holds the same pins; then runs client.mjs and client.py
-# (each under `timeout 120`) against the URL. Prints one line per check
-# ("PASS name" / "FAIL name: reason") and finally "interop: N passed, M failed".
-# Exit status 0 only when M == 0.
+# when the cache already holds the same pins; then runs, one after another (the
+# server_stats tool is global, so clients must not overlap), each under
+# `timeout 120`:
+#   ts:         client.mjs              @modelcontextprotocol/sdk 1.x, session era
+#   ts2026:     client2026.mjs modern   @modelcontextprotocol/client 2.x, versionNegotiation auto
+#   ts2:legacy: client2026.mjs legacy   @modelcontextprotocol/client 2.x, versionNegotiation legacy
+#   py2026:     client.py modern        PyPI mcp 2.x, mode="auto" (discover -> 2026-07-28)
+#   py:legacy:  client.py legacy        PyPI mcp 2.x, mode="legacy"
+# Prints one line per check ("PASS name" / "FAIL name: reason") and finally
+# "interop: N passed, M failed". Exit status 0 only when M == 0.
 #
 # Needs node 20+ with npm, and python3 (3.10+) with pip; if python3's venv
 # module is missing (Debian without python3-venv) it is installed with apt-get.
@@ -52,7 +58,8 @@ install_node() {
     want="$(hash_of "$HERE/package.json" "$HERE/package-lock.json")"
     stamp="$dir/.installed"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
-        && [ -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+        && [ -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ] \
+        && [ -f "$dir/node_modules/@modelcontextprotocol/client/package.json" ]; then
         return 0
     fi
     command -v node >/dev/null 2>&1 || { echo "node not found on PATH" >&2; return 1; }
@@ -122,18 +129,21 @@ run_client() { # run_client <prefix> <log> <command...>
     fi
 }
 
-# TypeScript SDK client
+# TypeScript SDK clients
 if install_node >"$LOG_DIR/install-node.log" 2>&1; then
-    # client.mjs must sit beside node_modules for its bare imports to resolve.
-    cp "$HERE/client.mjs" "$CACHE/node/client.mjs"
+    # The .mjs files must sit beside node_modules for their bare imports to resolve.
+    cp "$HERE"/*.mjs "$CACHE/node/"
     run_client "ts:" "$LOG_DIR/ts.out" bash -c 'cd "$1" && exec node client.mjs "$2"' _ "$CACHE/node" "$URL"
+    run_client "ts2026:" "$LOG_DIR/ts2026.out" bash -c 'cd "$1" && exec node client2026.mjs "$2" modern' _ "$CACHE/node" "$URL"
+    run_client "ts2:legacy:" "$LOG_DIR/ts2-legacy.out" bash -c 'cd "$1" && exec node client2026.mjs "$2" legacy' _ "$CACHE/node" "$URL"
 else
     record "FAIL ts:install: npm ci failed: $(tail -c 300 "$LOG_DIR/install-node.log" | tr '\n' ' ')"
 fi
 
-# Python SDK client
+# Python SDK client, both eras
 if install_python >"$LOG_DIR/install-python.log" 2>&1; then
-    run_client "py:" "$LOG_DIR/py.out" "$CACHE/venv/bin/python" "$HERE/client.py" "$URL"
+    run_client "py2026:" "$LOG_DIR/py2026.out" "$CACHE/venv/bin/python" "$HERE/client.py" "$URL" modern
+    run_client "py:legacy:" "$LOG_DIR/py-legacy.out" "$CACHE/venv/bin/python" "$HERE/client.py" "$URL" legacy
 else
     record "FAIL py:install: venv/pip install failed: $(tail -c 300 "$LOG_DIR/install-python.log" | tr '\n' ' ')"
 fi

@@ -58,7 +58,12 @@ export async function runSessionFlows(ctx) {
         const names = tools.map(t => t.name);
         const missing = EXPECTED_TOOLS.filter(n => !names.includes(n));
         assert(missing.length === 0, `missing tools ${missing.join(', ')}; got ${names.join(', ')}`);
-        return `${names.length} tools`;
+        // Informational: 2026-only result fields should stay out of session-era results (spec rec).
+        const req = sent.filter(m => m.method === 'tools/list' && 'id' in m).pop();
+        const raw = req && received.find(r => r.msg.id === req.id && 'result' in r.msg)?.msg.result;
+        const modernKeys = raw ? ['resultType', 'ttlMs', 'cacheScope'].filter(k => k in raw) : [];
+        const note = !raw ? '' : modernKeys.length ? `, result carries ${modernKeys.join('/')}` : ', no 2026-only result fields';
+        return `${names.length} tools${note}`;
     });
 
     await connectedCheck('echo', async () => {
