@@ -33,6 +33,7 @@ pub use context::RequestContext;
 pub use dispatch::{Limits, McpServer};
 pub use handler::{tool_fn, PromptProvider, ResourceProvider, Tool, ToolError};
 pub use manager::{InitializeError, SessionHandle, SessionManager};
+pub use mcpd_store::StoreError;
 pub use registry::{ChangeNotifier, Registry};
 pub use session::{PostReply, ResumeError, SessionError};
 pub use stateless::{CacheHints, ModernMeta, Stateless};

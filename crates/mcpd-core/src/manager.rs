@@ -1,16 +1,18 @@
-//! The session manager: creates sessions, finds them by id, and fans
-//! catalogue changes out to them. The transport talks to sessions only
-//! through [`SessionHandle`]s it gets here.
+//! The session manager: creates sessions, finds them by id (rebuilding a
+//! session actor from the session directory when another process created
+//! it), and fans catalogue changes out to sessions and listeners. The
+//! transport talks to sessions only through [`SessionHandle`]s it gets here.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use actix::prelude::*;
+use bytes::Bytes;
 use dashmap::DashMap;
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::types::{parse_params, InitializeParams, InitializeResult};
 use mcpd_protocol::{ErrorObject, ProtocolVersion};
-use mcpd_store::EventLog;
+use mcpd_store::{EventLog, SessionDirectory, StoreError};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
@@ -18,7 +20,7 @@ use crate::dispatch::McpServer;
 use crate::listen::ListenActor;
 use crate::registry::Change;
 use crate::session::{
-    OpenStream, Post, PostReply, SessionActor, SessionError, SessionInit, Terminate,
+    OpenStream, Post, PostReply, SessionActor, SessionError, SessionInit, SessionRecord, Terminate,
 };
 use crate::stats::Stats;
 use crate::stream::StreamReceiver;
@@ -37,6 +39,9 @@ pub enum InitializeError {
     /// The session cap is reached.
     #[error("Too many sessions (limit {0}); retry later")]
     TooManySessions(usize),
+    /// The session directory could not record the session.
+    #[error("the session store is unavailable ({0}); retry shortly")]
+    Store(StoreError),
 }
 
 /// A cloneable reference to one session, for the transport.
@@ -100,6 +105,9 @@ fn map_send<M>(e: SendError<M>) -> SessionError {
 pub struct SessionManager {
     server: Arc<McpServer>,
     log: Arc<dyn EventLog>,
+    directory: Arc<dyn SessionDirectory>,
+    /// Unique per process start: names who wrote what in shared stores.
+    instance: Arc<str>,
     sessions: DashMap<Arc<str>, SessionHandle>,
     /// Resource URI → sessions subscribed to it.
     subscriptions: DashMap<String, HashSet<Arc<str>>>,
@@ -111,10 +119,18 @@ pub struct SessionManager {
 }
 
 impl SessionManager {
-    pub fn new(server: Arc<McpServer>, log: Arc<dyn EventLog>, stats: Arc<Stats>) -> Arc<Self> {
+    pub fn new(
+        server: Arc<McpServer>,
+        log: Arc<dyn EventLog>,
+        directory: Arc<dyn SessionDirectory>,
+        stats: Arc<Stats>,
+    ) -> Arc<Self> {
+        let instance: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
         Arc::new(Self {
             server,
             log,
+            directory,
+            instance,
             sessions: DashMap::new(),
             subscriptions: DashMap::new(),
             listeners: DashMap::new(),
@@ -131,8 +147,21 @@ impl SessionManager {
         self.stats.clone()
     }
 
-    pub(crate) fn event_log(&self) -> Arc<dyn EventLog> {
+    pub fn event_log(&self) -> Arc<dyn EventLog> {
         self.log.clone()
+    }
+
+    pub(crate) fn directory(&self) -> Arc<dyn SessionDirectory> {
+        self.directory.clone()
+    }
+
+    pub(crate) fn instance(&self) -> Arc<str> {
+        self.instance.clone()
+    }
+
+    /// Readiness: the stores answer.
+    pub async fn check_stores(&self) -> Result<(), StoreError> {
+        self.log.check().await
     }
 
     /// Forwards catalogue changes to sessions. Call once, inside a runtime.
@@ -195,9 +224,9 @@ impl SessionManager {
         self.listeners.remove(&key);
     }
 
-    /// Handles `initialize`: negotiates the revision, starts a session actor
-    /// on the current arbiter and returns its handle with the result.
-    pub fn initialize(
+    /// Handles `initialize`: negotiates the revision, records the session in
+    /// the directory, and starts its actor on the current arbiter.
+    pub async fn initialize(
         self: &Arc<Self>,
         params: Option<&serde_json::Map<String, Value>>,
     ) -> Result<(SessionHandle, Value), InitializeError> {
@@ -208,21 +237,13 @@ impl SessionManager {
         }
         let version = ProtocolVersion::negotiate(&p.protocol_version);
         let id: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
-        let init = SessionInit {
-            id: id.clone(),
-            version,
-            client_capabilities: Arc::new(p.capabilities),
-            client_info: p.client_info,
-        };
-        tracing::info!(session = %id, version = %version, client = %init.client_info.name, "session created");
-        let addr = SessionActor::new(init, self.server.clone(), self.clone()).start();
-        let handle = SessionHandle {
-            id: id.clone(),
-            version,
-            addr,
-        };
-        self.sessions.insert(id, handle.clone());
-        self.stats.session_opened();
+        let record = SessionRecord::new(version, p.capabilities, p.client_info);
+        self.directory
+            .put(&id, record.to_bytes())
+            .await
+            .map_err(InitializeError::Store)?;
+        tracing::info!(session = %id, version = %version, client = %record.client_info.name, "session created");
+        let handle = self.start_actor(id, record);
         let result = InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities: self.server.capabilities(),
@@ -232,19 +253,76 @@ impl SessionManager {
         Ok((handle, serde_json::to_value(result).unwrap_or(Value::Null)))
     }
 
+    fn start_actor(self: &Arc<Self>, id: Arc<str>, record: SessionRecord) -> SessionHandle {
+        let version = record.version;
+        let init = SessionInit {
+            id: id.clone(),
+            record,
+        };
+        let addr = SessionActor::new(init, self.server.clone(), self.clone()).start();
+        let handle = SessionHandle {
+            id: id.clone(),
+            version,
+            addr,
+        };
+        self.sessions.insert(id, handle.clone());
+        self.stats.session_opened();
+        handle
+    }
+
+    /// The session held by this process, if any.
     pub fn get(&self, id: &str) -> Option<SessionHandle> {
         self.sessions.get(id).map(|e| e.value().clone())
     }
 
-    /// Ends a session (DELETE). Later requests naming it get 404 at once.
-    pub fn terminate(&self, id: &str) -> bool {
-        match self.sessions.remove(id) {
-            Some((_, h)) => {
-                h.addr.do_send(Terminate);
-                true
-            }
-            None => false,
+    /// The session named `id`: held here, or rebuilt from a shared session
+    /// directory (after a restart, or when another replica created it).
+    /// `Ok(None)`: no such session anywhere.
+    pub async fn find(self: &Arc<Self>, id: &str) -> Result<Option<SessionHandle>, StoreError> {
+        if let Some(h) = self.get(id) {
+            return Ok(Some(h));
         }
+        if !self.directory.is_shared()
+            || id.is_empty()
+            || !id.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            return Ok(None);
+        }
+        let Some(bytes) = self.directory.get(id).await? else {
+            return Ok(None);
+        };
+        let Some(record) = SessionRecord::from_bytes(&bytes) else {
+            tracing::warn!(
+                session = id,
+                "unreadable session record in the directory; treating the session as gone"
+            );
+            return Ok(None);
+        };
+        // Another request may have rebuilt it meanwhile: keep the first.
+        if let Some(h) = self.get(id) {
+            return Ok(Some(h));
+        }
+        tracing::info!(session = id, "session rebuilt from the directory");
+        Ok(Some(self.start_actor(Arc::from(id), record)))
+    }
+
+    /// Ends a session (DELETE) everywhere: the actor here, its record and its
+    /// event streams. `Ok(false)`: there was no such session.
+    pub async fn terminate(self: &Arc<Self>, id: &str) -> Result<bool, StoreError> {
+        let local = self.sessions.remove(id).map(|(_, h)| {
+            h.addr.do_send(Terminate);
+        });
+        let known_elsewhere = if local.is_none() && self.directory.is_shared() {
+            self.directory.get(id).await?.is_some()
+        } else {
+            false
+        };
+        if local.is_none() && !known_elsewhere {
+            return Ok(false);
+        }
+        self.directory.remove(id).await?;
+        self.log.remove_session(id).await;
+        Ok(true)
     }
 
     /// Shutdown, first step: every `subscriptions/listen` stream gets its
@@ -255,20 +333,29 @@ impl SessionManager {
         }
     }
 
-    /// Ends every session (shutdown).
-    pub fn terminate_all(&self) {
-        let ids: Vec<Arc<str>> = self.sessions.iter().map(|e| e.key().clone()).collect();
-        for id in ids {
-            self.terminate(&id);
+    /// The actor of `id` stopped. An idle session that expired is forgotten
+    /// here; a shared directory forgets it by its own TTL (another replica
+    /// may still be using it).
+    pub(crate) fn session_stopped(&self, id: &Arc<str>, expired: bool) {
+        self.sessions.remove(id);
+        self.stats.session_closed();
+        if expired && !self.directory.is_shared() {
+            let (log, directory, id) = (self.log.clone(), self.directory.clone(), id.clone());
+            actix::spawn(async move {
+                let _ = directory.remove(&id).await;
+                log.remove_session(&id).await;
+            });
         }
     }
 
-    pub(crate) fn session_stopped(&self, id: &Arc<str>) {
-        self.sessions.remove(id);
-        self.stats.session_closed();
-        let log = self.log.clone();
-        let id = id.clone();
-        actix::spawn(async move { log.remove_session(&id).await });
+    /// Saves a session's record (after a state change).
+    pub(crate) fn save(&self, id: &Arc<str>, record: &SessionRecord) {
+        let (directory, id, bytes) = (self.directory.clone(), id.clone(), record.to_bytes());
+        actix::spawn(async move {
+            if let Err(e) = directory.put(&id, bytes).await {
+                tracing::error!(session = %id, error = %e, "session state not saved");
+            }
+        });
     }
 
     pub(crate) fn subscribe(&self, uri: &str, session: &Arc<str>) {
@@ -288,4 +375,9 @@ impl SessionManager {
     pub fn session_count(&self) -> usize {
         self.sessions.len()
     }
+}
+
+/// Serialised session records are JSON.
+pub(crate) fn record_bytes(v: &impl serde::Serialize) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
 }

@@ -10,7 +10,7 @@
 
 mod streams;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,13 +56,71 @@ pub enum PostReply {
     Stream(StreamReceiver),
 }
 
-/// State needed to build a session (and, later, to rebuild it elsewhere).
+/// What the session directory keeps of a session: everything needed to
+/// rebuild its actor in another process.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    pub version: ProtocolVersion,
+    pub client_capabilities: ClientCapabilities,
+    pub client_info: Implementation,
+    /// `None` until `logging/setLevel`: then everything from `info` up is sent.
+    pub log_level: Option<LoggingLevel>,
+    pub subscriptions: BTreeSet<String>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RecordWire {
+    v: String,
+    caps: ClientCapabilities,
+    info: Implementation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    level: Option<LoggingLevel>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    subs: BTreeSet<String>,
+}
+
+impl SessionRecord {
+    pub fn new(
+        version: ProtocolVersion,
+        client_capabilities: ClientCapabilities,
+        client_info: Implementation,
+    ) -> Self {
+        Self {
+            version,
+            client_capabilities,
+            client_info,
+            log_level: None,
+            subscriptions: BTreeSet::new(),
+        }
+    }
+
+    pub fn to_bytes(&self) -> bytes::Bytes {
+        crate::manager::record_bytes(&RecordWire {
+            v: self.version.as_str().to_owned(),
+            caps: self.client_capabilities.clone(),
+            info: self.client_info.clone(),
+            level: self.log_level,
+            subs: self.subscriptions.clone(),
+        })
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let w: RecordWire = serde_json::from_slice(bytes).ok()?;
+        Some(Self {
+            version: ProtocolVersion::parse_supported(&w.v)?,
+            client_capabilities: w.caps,
+            client_info: w.info,
+            log_level: w.level,
+            subscriptions: w.subs,
+        })
+    }
+}
+
+/// What a session actor starts from.
 #[derive(Debug, Clone)]
 pub struct SessionInit {
     pub id: Arc<str>,
-    pub version: ProtocolVersion,
-    pub client_capabilities: Arc<ClientCapabilities>,
-    pub client_info: Implementation,
+    pub record: SessionRecord,
 }
 
 struct InFlight {
@@ -77,12 +135,11 @@ struct Outgoing {
 }
 
 pub struct SessionActor {
-    init: SessionInit,
+    id: Arc<str>,
+    record: SessionRecord,
+    caps: Arc<ClientCapabilities>,
     server: Arc<McpServer>,
     manager: Arc<SessionManager>,
-    /// `None` until `logging/setLevel`: then everything from `info` up is sent.
-    log_level: Option<LoggingLevel>,
-    subscriptions: HashSet<String>,
     /// Client → server requests in flight, by the client's id.
     requests: HashMap<RequestId, InFlight>,
     /// Server → client requests awaiting the client's answer, by our id.
@@ -91,6 +148,9 @@ pub struct SessionActor {
     next_outgoing_id: i64,
     streams: Streams,
     last_activity: Instant,
+    last_touch: Instant,
+    /// Stopped because it was idle too long (not deleted, not shut down).
+    expired: bool,
 }
 
 // --- messages from the transport ---
@@ -167,22 +227,25 @@ impl SessionActor {
     ) -> Self {
         let streams = Streams::new(
             init.id.clone(),
-            init.version,
+            init.record.version,
             manager.event_log(),
+            manager.instance(),
             server.limits.clone(),
         );
         Self {
-            init,
+            caps: Arc::new(init.record.client_capabilities.clone()),
+            id: init.id,
+            record: init.record,
             server,
             manager,
-            log_level: None,
-            subscriptions: HashSet::new(),
             requests: HashMap::new(),
             outgoing: HashMap::new(),
             next_request_key: 0,
             next_outgoing_id: 0,
             streams,
             last_activity: Instant::now(),
+            last_touch: Instant::now(),
+            expired: false,
         }
     }
 
@@ -196,7 +259,7 @@ impl SessionActor {
             return;
         };
         if let Some(req) = self.requests.remove(&p.request_id) {
-            tracing::debug!(session = %self.init.id, id = %p.request_id, "request cancelled by client");
+            tracing::debug!(session = %self.id, id = %p.request_id, "request cancelled by client");
             req.actor.do_send(Cancel);
             self.streams.request_ended(&req.stream, None);
         }
@@ -208,7 +271,7 @@ impl SessionActor {
                 let _ = o.reply.send(r.outcome);
             }
             None => {
-                tracing::debug!(session = %self.init.id, id = %r.id, "answer to no pending server request")
+                tracing::debug!(session = %self.id, id = %r.id, "answer to no pending server request")
             }
         }
     }
@@ -223,17 +286,20 @@ impl SessionActor {
             ))),
             m::PING => Some(Ok(empty())),
             m::LOGGING_SET_LEVEL => Some(parse_params::<SetLevelParams>(params).map(|p| {
-                self.log_level = Some(p.level);
+                self.record.log_level = Some(p.level);
+                self.manager.save(&self.id, &self.record);
                 empty()
             })),
             m::RESOURCES_SUBSCRIBE => Some(parse_params::<UriParams>(params).map(|p| {
-                self.manager.subscribe(&p.uri, &self.init.id);
-                self.subscriptions.insert(p.uri);
+                self.manager.subscribe(&p.uri, &self.id);
+                self.record.subscriptions.insert(p.uri);
+                self.manager.save(&self.id, &self.record);
                 empty()
             })),
             m::RESOURCES_UNSUBSCRIBE => Some(parse_params::<UriParams>(params).map(|p| {
-                self.manager.unsubscribe(&p.uri, &self.init.id);
-                self.subscriptions.remove(&p.uri);
+                self.manager.unsubscribe(&p.uri, &self.id);
+                self.record.subscriptions.remove(&p.uri);
+                self.manager.save(&self.id, &self.record);
                 empty()
             })),
             _ if self.requests.contains_key(&r.id) => Some(Err(ErrorObject::new(
@@ -272,9 +338,9 @@ impl SessionActor {
         let rctx = RequestContext::new(ContextParts {
             request_id: r.id.clone(),
             progress_token,
-            client_capabilities: self.init.client_capabilities.clone(),
-            protocol_version: self.init.version,
-            session_id: Some(self.init.id.clone()),
+            client_capabilities: self.caps.clone(),
+            protocol_version: self.record.version,
+            session_id: Some(self.id.clone()),
             peer: Arc::new(peer),
             ask_timeout: self.server.limits.client_request_timeout,
         });
@@ -320,10 +386,23 @@ impl Actor for SessionActor {
         ctx.set_mailbox_capacity(self.server.limits.session_mailbox);
         let idle = self.server.limits.session_idle_timeout;
         let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        for uri in &self.record.subscriptions {
+            self.manager.subscribe(uri, &self.id); // a rebuilt session keeps them
+        }
         ctx.run_interval(every, move |act, ctx| {
             if act.idle() && act.last_activity.elapsed() >= idle {
-                tracing::info!(session = %act.init.id, "session expired after {:?} idle", idle);
+                tracing::info!(session = %act.id, "session expired after {:?} idle", idle);
+                act.expired = true;
                 ctx.stop();
+            } else if act.last_activity > act.last_touch {
+                // Keep the shared record alive while the session is used.
+                act.last_touch = Instant::now();
+                let (directory, id) = (act.manager.directory(), act.id.clone());
+                actix::spawn(async move {
+                    if let Err(e) = directory.touch(&id).await {
+                        tracing::warn!(session = %id, error = %e, "session TTL not refreshed");
+                    }
+                });
             }
         });
     }
@@ -338,11 +417,11 @@ impl Actor for SessionActor {
                 "session ended",
             )));
         }
-        for uri in self.subscriptions.drain() {
-            self.manager.unsubscribe(&uri, &self.init.id);
+        for uri in &self.record.subscriptions {
+            self.manager.unsubscribe(uri, &self.id);
         }
         self.streams.close_all();
-        self.manager.session_stopped(&self.init.id);
+        self.manager.session_stopped(&self.id, self.expired);
     }
 }
 
@@ -364,7 +443,8 @@ impl Handler<Post> for SessionActor {
             self.streams.flush(ctx); // a cancellation may have ended a stream
             return;
         }
-        let (stream, rx) = self.streams.open_post(requests.len(), msg.batch);
+        let ids = requests.iter().map(|r| r.id.clone()).collect();
+        let (stream, rx) = self.streams.open_post(ids, msg.batch);
         let _ = msg.reply.send(PostReply::Stream(rx));
         for r in requests {
             self.start_request(r, &stream, ctx);
@@ -432,7 +512,7 @@ impl Handler<Log> for SessionActor {
 
     fn handle(&mut self, msg: Log, ctx: &mut Context<Self>) -> Self::Result {
         self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
-        if msg.params.level < self.log_level.unwrap_or(LoggingLevel::Info) {
+        if msg.params.level < self.record.log_level.unwrap_or(LoggingLevel::Info) {
             return Ok(());
         }
         let params = serde_json::to_value(&msg.params).unwrap_or(Value::Null);
@@ -509,7 +589,7 @@ impl Handler<Changed> for SessionActor {
                 jsonrpc::notification(m::NOTIFICATION_RESOURCES_LIST_CHANGED, empty())
             }
             Change::ResourceUpdated(uri) => {
-                if !self.subscriptions.contains(&uri) {
+                if !self.record.subscriptions.contains(&uri) {
                     return;
                 }
                 jsonrpc::notification(

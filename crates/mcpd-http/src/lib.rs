@@ -75,9 +75,14 @@ pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceCon
                 "/healthz",
                 web::get().to(|| async { HttpResponse::Ok().body("ok") }),
             )
-            .route(
-                "/readyz",
-                web::get().to(|| async { HttpResponse::Ok().body("ready") }),
-            );
+            .route("/readyz", web::get().to(readyz));
+    }
+}
+
+/// Readiness: the stores answer (with Redis: a PING within its timeout).
+async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    match state.manager.check_stores().await {
+        Ok(()) => HttpResponse::Ok().body("ready"),
+        Err(e) => HttpResponse::ServiceUnavailable().body(format!("not ready: {e}")),
     }
 }

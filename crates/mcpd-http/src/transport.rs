@@ -50,11 +50,19 @@ fn check_version_header(h: &HeaderMap) -> Result<(), HttpError> {
     }
 }
 
-fn session_of(state: &AppState, h: &HeaderMap) -> Result<SessionHandle, HttpError> {
+fn store_unavailable(e: mcpd_core::StoreError) -> HttpError {
+    HttpError::Unavailable(format!(
+        "the session store is unavailable ({e}); retry shortly"
+    ))
+}
+
+async fn session_of(state: &AppState, h: &HeaderMap) -> Result<SessionHandle, HttpError> {
     let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
     state
         .manager
-        .get(id)
+        .find(id)
+        .await
+        .map_err(store_unavailable)?
         .ok_or(HttpError::Session(SessionError::Gone))
 }
 
@@ -140,7 +148,7 @@ pub async fn post(
                 "initialize must not be part of a JSON-RPC batch".into(),
             ));
         }
-        return initialize(body, h, &state);
+        return initialize(body, h, &state).await;
     }
 
     if header_str(h, SESSION_HEADER).is_none() {
@@ -149,7 +157,7 @@ pub async fn post(
         // error code, so dual-era clients fall back to initialize.
         check_version_header(h)?;
     }
-    let session = session_of(&state, h)?;
+    let session = session_of(&state, h).await?;
     check_version_header(h)?;
     if body.is_batch() && !session.version().allows_batches() {
         return Err(HttpError::BadRequest(format!(
@@ -180,13 +188,14 @@ pub async fn post(
     }
 }
 
-fn initialize(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpResponse, HttpError> {
-    if let Some(id) = header_str(h, SESSION_HEADER) {
+async fn initialize(
+    body: Body,
+    h: &HeaderMap,
+    state: &AppState,
+) -> Result<HttpResponse, HttpError> {
+    if header_str(h, SESSION_HEADER).is_some() {
         // A known session is already initialised; an unknown one is gone.
-        state
-            .manager
-            .get(id)
-            .ok_or(HttpError::Session(SessionError::Gone))?;
+        session_of(state, h).await?;
         return Err(HttpError::BadRequest(
             "Session already initialized: send initialize without Mcp-Session-Id to start a new session".into(),
         ));
@@ -194,14 +203,16 @@ fn initialize(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpRespons
     let Message::Request(r) = body.into_messages().remove(0) else {
         unreachable!("checked by the caller: the body is one initialize request")
     };
-    match state.manager.initialize(r.params.as_ref()) {
+    match state.manager.initialize(r.params.as_ref()).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header((SESSION_HEADER, session.id()))
             .json(jsonrpc::response(&r.id, result))),
         Err(InitializeError::InvalidParams(e)) => {
             Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
         }
-        Err(e @ InitializeError::TooManySessions(_)) => Err(HttpError::Unavailable(e.to_string())),
+        Err(e @ (InitializeError::TooManySessions(_) | InitializeError::Store(_))) => {
+            Err(HttpError::Unavailable(e.to_string()))
+        }
     }
 }
 
@@ -214,7 +225,7 @@ pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
             "Accept must list text/event-stream",
         ));
     }
-    let session = session_of(&state, h)?;
+    let session = session_of(&state, h).await?;
     check_version_header(h)?;
     let last = header_str(h, "last-event-id")
         .filter(|s| !s.is_empty())
@@ -237,7 +248,12 @@ pub async fn delete(
     state.config.origins.check(&req)?;
     let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
     check_version_header(h)?;
-    if state.manager.terminate(id) {
+    if state
+        .manager
+        .terminate(id)
+        .await
+        .map_err(store_unavailable)?
+    {
         Ok(HttpResponse::Ok().finish())
     } else {
         Err(HttpError::Session(SessionError::Gone))

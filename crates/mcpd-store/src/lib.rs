@@ -5,6 +5,7 @@
 //! Layout:
 //! - [`EventLog`] / [`SessionDirectory`]: the contracts, in this file.
 //! - [`memory`]: the in-memory backends (the default, single node).
+//! - [`redis`]: Redis Streams and keys (shared by replicas, survives restarts).
 //!
 //! The event-log contract: `append` returns only once the event is stored,
 //! and the sequence number it returns is unique and increasing within its
@@ -15,8 +16,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub mod memory;
+pub mod redis;
 
 pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
+pub use redis::{RedisConfig, RedisStore};
 
 /// One stored event: its sequence number within its stream and the bytes of
 /// the JSON-RPC message it carries.
@@ -50,6 +53,20 @@ pub trait EventLog: Send + Sync + 'static {
     /// number (1 for the first event of a stream).
     async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError>;
 
+    /// Appends several events in order, in one round trip where the backend
+    /// allows (group commit). Returns their sequence numbers.
+    async fn append_batch(
+        &self,
+        session: &str,
+        events: Vec<(String, Bytes)>,
+    ) -> Result<Vec<u64>, StoreError> {
+        let mut seqs = Vec::with_capacity(events.len());
+        for (stream, data) in events {
+            seqs.push(self.append(session, &stream, data).await?);
+        }
+        Ok(seqs)
+    }
+
     /// Every event of `stream` after sequence number `after`, oldest first.
     async fn replay(
         &self,
@@ -58,8 +75,20 @@ pub trait EventLog: Send + Sync + 'static {
         after: u64,
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
+    /// Every event of `stream` still retained, oldest first;
+    /// `UnknownStream` when none is.
+    async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError>;
+
     /// Forgets every stream of a session.
     async fn remove_session(&self, session: &str);
+
+    /// Whether the backend answers now (readiness).
+    async fn check(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// A short name for logs and metrics (`memory`, `redis`).
+    fn backend(&self) -> &'static str;
 }
 
 /// Sessions known to the deployment: id → the serialized state needed to
@@ -67,6 +96,14 @@ pub trait EventLog: Send + Sync + 'static {
 #[async_trait]
 pub trait SessionDirectory: Send + Sync + 'static {
     async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError>;
+    /// The record, refreshing its time to live.
     async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError>;
+    /// Keeps a session alive (refreshes its time to live).
+    async fn touch(&self, _session: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
     async fn remove(&self, session: &str) -> Result<(), StoreError>;
+    /// True when other processes see the same sessions (a restarted or
+    /// another replica can rebuild a session from it).
+    fn is_shared(&self) -> bool;
 }

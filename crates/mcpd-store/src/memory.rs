@@ -148,6 +148,19 @@ impl EventLog for MemoryEventLog {
         Ok(s.events.iter().filter(|e| e.seq > after).cloned().collect())
     }
 
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        let streams = self
+            .session(session, false)
+            .ok_or(StoreError::UnknownStream)?;
+        let streams = streams.lock().unwrap_or_else(|p| p.into_inner());
+        let s = streams.get(stream).ok_or(StoreError::UnknownStream)?;
+        Ok(s.events.iter().cloned().collect())
+    }
+
     async fn remove_session(&self, session: &str) {
         self.sessions
             .lock()
@@ -179,6 +192,10 @@ impl SessionDirectory for MemorySessionDirectory {
             .unwrap_or_else(|p| p.into_inner())
             .get(session)
             .cloned())
+    }
+
+    fn is_shared(&self) -> bool {
+        false
     }
 
     async fn remove(&self, session: &str) -> Result<(), StoreError> {

@@ -39,6 +39,12 @@ pub struct Cli {
     /// TOML configuration file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Event log and session store (`store.backend`): memory or redis.
+    #[arg(long, value_name = "BACKEND")]
+    pub store: Option<String>,
+    /// Redis URL (`store.redis_url`), e.g. redis://127.0.0.1:6379.
+    #[arg(long, value_name = "URL")]
+    pub redis_url: Option<String>,
     /// Log format (`log.format`): human or json.
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
@@ -126,6 +132,16 @@ pub struct LimitsSection {
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
     pub backend: StoreBackend,
+    /// `redis://[user:password@]host:port[/db]`, `rediss://…` (TLS) or
+    /// `redis+unix:///path/redis.sock`. With `redis_cluster`, one or more
+    /// seed nodes separated by commas.
+    pub redis_url: String,
+    /// Connect to a Redis Cluster.
+    pub redis_cluster: bool,
+    /// Prepended to every Redis key.
+    pub key_prefix: String,
+    /// Bound on every Redis call, in milliseconds.
+    pub redis_timeout_ms: u64,
     pub events_per_stream: usize,
     pub bytes_per_stream: usize,
     pub streams_per_session: usize,
@@ -136,6 +152,7 @@ pub struct StoreSection {
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
     Memory,
+    Redis,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -201,6 +218,10 @@ impl Default for StoreSection {
         let r = Retention::default();
         Self {
             backend: StoreBackend::Memory,
+            redis_url: String::new(),
+            redis_cluster: false,
+            key_prefix: "mcpd:".into(),
+            redis_timeout_ms: 2000,
             events_per_stream: r.max_events_per_stream,
             bytes_per_stream: r.max_bytes_per_stream,
             streams_per_session: r.max_streams_per_session,
@@ -274,6 +295,12 @@ impl Config {
         if let Some(v) = &cli.path {
             set(&mut table, "http", "path", Value::String(v.clone()));
         }
+        if let Some(v) = &cli.store {
+            set(&mut table, "store", "backend", Value::String(v.clone()));
+        }
+        if let Some(v) = &cli.redis_url {
+            set(&mut table, "store", "redis_url", Value::String(v.clone()));
+        }
         if let Some(v) = &cli.log_format {
             set(&mut table, "log", "format", Value::String(v.clone()));
         }
@@ -334,6 +361,33 @@ impl Config {
         ] {
             if v == 0 {
                 return bad(key, "must be greater than 0");
+            }
+        }
+        if self.store.backend == StoreBackend::Redis && self.store.redis_url.trim().is_empty() {
+            return bad(
+                "store.redis_url",
+                "is required with store.backend = \"redis\" (e.g. redis://127.0.0.1:6379)",
+            );
+        }
+        if self.store.backend == StoreBackend::Redis {
+            for url in self.redis_urls() {
+                if ::redis::IntoConnectionInfo::into_connection_info(url.as_str()).is_err() {
+                    return bad(
+                        "store.redis_url",
+                        &format!(
+                            "{url:?} is not a Redis URL (redis://, rediss:// or redis+unix://)"
+                        ),
+                    );
+                }
+            }
+            if self.store.key_prefix.contains(['{', '}']) {
+                return bad(
+                    "store.key_prefix",
+                    "must not contain { or } (they are Redis Cluster hash tags)",
+                );
+            }
+            if self.store.redis_timeout_ms == 0 {
+                return bad("store.redis_timeout_ms", "must be greater than 0");
             }
         }
         if !matches!(self.stateless.cache_scope.as_str(), "public" | "private") {
@@ -411,6 +465,27 @@ impl Config {
         CacheHints {
             ttl_ms: self.stateless.cache_ttl_ms,
             scope: self.stateless.cache_scope.clone(),
+        }
+    }
+
+    pub fn redis_urls(&self) -> Vec<String> {
+        self.store
+            .redis_url
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    pub fn redis(&self) -> mcpd_store::RedisConfig {
+        mcpd_store::RedisConfig {
+            urls: self.redis_urls(),
+            cluster: self.store.redis_cluster,
+            prefix: self.store.key_prefix.clone(),
+            timeout: Duration::from_millis(self.store.redis_timeout_ms),
+            session_ttl: Duration::from_secs(self.limits.session_idle_timeout_secs),
+            retention: self.retention(),
         }
     }
 

@@ -14,12 +14,12 @@ use actix_web::{web, App, HttpServer};
 use mcpd_core::{McpServer, Registry, SessionManager, Stateless, Stats};
 use mcpd_http::AppState;
 use mcpd_protocol::types::Implementation;
-use mcpd_store::{EventLog, MemoryEventLog};
+use mcpd_store::{EventLog, MemoryEventLog, MemorySessionDirectory, RedisStore, SessionDirectory};
 
 pub mod config;
 pub mod toolsets;
 
-pub use config::{Cli, Config};
+pub use config::{Cli, Config, StoreBackend};
 
 /// A started mcpd: await [`Running::run`] to serve; stop it with a
 /// [`StopHandle`].
@@ -48,6 +48,11 @@ impl StopHandle {
 impl Running {
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
+    }
+
+    /// Whether the configured store answers (Redis: PING).
+    pub async fn check_stores(&self) -> Result<(), mcpd_core::StoreError> {
+        self.stop.manager.check_stores().await
     }
 
     /// Serves until stopped.
@@ -83,8 +88,20 @@ pub fn serve_with(
         config.limits(),
     );
     server.instructions = config.server.instructions.clone();
-    let log: Arc<dyn EventLog> = Arc::new(MemoryEventLog::new(config.retention()));
-    let manager = SessionManager::new(Arc::new(server), log, stats);
+    let (log, directory): (Arc<dyn EventLog>, Arc<dyn SessionDirectory>) =
+        match config.store.backend {
+            StoreBackend::Memory => (
+                Arc::new(MemoryEventLog::new(config.retention())),
+                Arc::new(MemorySessionDirectory::default()),
+            ),
+            StoreBackend::Redis => {
+                let store = RedisStore::new(config.redis()).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+                })?;
+                (store.clone(), store)
+            }
+        };
+    let manager = SessionManager::new(Arc::new(server), log, directory, stats);
     manager.start_change_feed();
     let keys = config
         .key_ring()
@@ -122,18 +139,25 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
     let listener =
         TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr()?;
-    // Tests and scripts read the bound port from this line.
-    println!("mcpd listening on http://{local}{}", config.http.path);
-    std::io::stdout().flush()?;
     actix_rt::System::new().block_on(async move {
         let running = serve_with(config, listener, extend)?;
+        if let Err(e) = running.check_stores().await {
+            return Err(anyhow::anyhow!(
+                "cannot reach the {:?} store at {}: {e}",
+                config.store.backend,
+                config.store.redis_url
+            ));
+        }
+        // Tests and scripts read the bound port from this line.
+        println!("mcpd listening on http://{local}{}", config.http.path);
+        std::io::stdout().flush()?;
         let stop = running.stop_handle();
         actix_rt::spawn(async move {
             let why = shutdown_signal().await;
             tracing::info!("{why}: shutting down");
             stop.stop(true).await;
         });
-        running.run().await
+        Ok(running.run().await?)
     })?;
     tracing::info!("mcpd stopped");
     Ok(())

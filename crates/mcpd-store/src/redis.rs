@@ -1,0 +1,388 @@
+//! Redis backends: the event log on Redis Streams and the session directory
+//! on plain keys, shared by every replica and surviving restarts.
+//!
+//! Key layout (prefix configurable, default `mcpd:`), all keys of a session
+//! under one hash tag `{<session>}` so they share a Redis Cluster slot:
+//!
+//! | key | type | what |
+//! | --- | --- | --- |
+//! | `<prefix>{<session>}:s` | string | the session record (JSON), TTL = idle timeout, refreshed on use |
+//! | `<prefix>{<session>}:e:<stream>` | stream | one SSE stream's events, ids `0-<seq>`, field `d`; `MAXLEN ~`, TTL = stream max age, refreshed on append |
+//! | `<prefix>{<session>}:streams` | set | the session's stream ids, for cleanup |
+//!
+//! Every call is bounded by a timeout: a Redis that is away makes calls fail
+//! with [`StoreError::Unavailable`] quickly, never hang; the connection is
+//! re-established by itself when Redis returns.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use tokio::sync::OnceCell;
+
+use crate::{EventLog, Retention, SessionDirectory, StoreError, StoredEvent};
+
+/// How to reach Redis and what to keep there.
+#[derive(Debug, Clone)]
+pub struct RedisConfig {
+    /// `redis://`, `rediss://` (TLS), `redis+unix://`; user and password in
+    /// the URL. With `cluster`, the seed nodes.
+    pub urls: Vec<String>,
+    pub cluster: bool,
+    /// Prepended to every key (several deployments can share one Redis).
+    pub prefix: String,
+    /// Bound on every Redis call.
+    pub timeout: Duration,
+    /// Session records live this long after their last use.
+    pub session_ttl: Duration,
+    pub retention: Retention,
+}
+
+#[derive(Clone)]
+enum Handle {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Handle {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Handle::Single(c) => c.req_packed_command(cmd),
+            Handle::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Handle::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Handle::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Handle::Single(c) => c.get_db(),
+            Handle::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+enum Conn {
+    Single(ConnectionManager),
+    /// Connected on first use (the cluster client has no lazy mode).
+    Cluster(Box<(ClusterClient, OnceCell<ClusterConnection>)>),
+}
+
+/// The Redis event log and session directory (one connection, shared).
+pub struct RedisStore {
+    conn: Conn,
+    cfg: RedisConfig,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("cluster", &self.cfg.cluster)
+            .field("prefix", &self.cfg.prefix)
+            .finish()
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("Redis: {e}"))
+}
+
+impl RedisStore {
+    /// Prepares the connection without contacting Redis (call [`EventLog::check`]
+    /// to find out whether it answers). Must run inside a tokio runtime that
+    /// lives as long as the store.
+    pub fn new(cfg: RedisConfig) -> Result<Arc<Self>, StoreError> {
+        if cfg.urls.is_empty() {
+            return Err(unavailable("no Redis URL configured"));
+        }
+        let conn = if cfg.cluster {
+            let client = ClusterClient::builder(cfg.urls.clone())
+                .connection_timeout(cfg.timeout)
+                .response_timeout(cfg.timeout)
+                .retries(2)
+                .build()
+                .map_err(unavailable)?;
+            Conn::Cluster(Box::new((client, OnceCell::new())))
+        } else {
+            let client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(cfg.timeout))
+                .set_response_timeout(Some(cfg.timeout))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_millis(500));
+            Conn::Single(
+                ConnectionManager::new_lazy_with_config(client, config).map_err(unavailable)?,
+            )
+        };
+        Ok(Arc::new(Self { conn, cfg }))
+    }
+
+    async fn handle(&self) -> Result<Handle, StoreError> {
+        match &self.conn {
+            Conn::Single(c) => Ok(Handle::Single(c.clone())),
+            Conn::Cluster(c) => {
+                let (client, cell) = &**c;
+                let c = cell
+                    .get_or_try_init(|| async {
+                        tokio::time::timeout(self.cfg.timeout, client.get_async_connection())
+                            .await
+                            .map_err(|_| unavailable("no answer from the cluster"))?
+                            .map_err(unavailable)
+                    })
+                    .await?;
+                Ok(Handle::Cluster(c.clone()))
+            }
+        }
+    }
+
+    /// Runs one command or pipeline under the store's timeout.
+    async fn run<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, StoreError>
+    where
+        F: std::future::Future<Output = RedisResult<T>>,
+    {
+        let handle = self.handle().await?;
+        match tokio::time::timeout(self.cfg.timeout, f(handle)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(unavailable(e)),
+            Err(_) => Err(unavailable(format!(
+                "no answer within {:?}",
+                self.cfg.timeout
+            ))),
+        }
+    }
+
+    fn key(&self, session: &str, suffix: &str) -> String {
+        format!("{}{{{session}}}:{suffix}", self.cfg.prefix)
+    }
+
+    fn stream_key(&self, session: &str, stream: &str) -> String {
+        self.key(session, &format!("e:{stream}"))
+    }
+}
+
+fn seq_of(id: &str) -> Option<u64> {
+    id.split_once('-').and_then(|(_, seq)| seq.parse().ok())
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX).max(1)
+}
+
+#[async_trait]
+impl EventLog for RedisStore {
+    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
+        let seqs = self
+            .append_batch(session, vec![(stream.to_owned(), data)])
+            .await?;
+        seqs.into_iter()
+            .next()
+            .ok_or_else(|| unavailable("XADD returned no id"))
+    }
+
+    /// One pipeline for the whole batch: XADD per event (ids `0-*`, so Redis
+    /// numbers them), then TTL refreshes and the stream index.
+    async fn append_batch(
+        &self,
+        session: &str,
+        events: Vec<(String, Bytes)>,
+    ) -> Result<Vec<u64>, StoreError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let r = &self.cfg.retention;
+        let mut p = redis::pipe();
+        let mut streams = BTreeSet::new();
+        for (stream, data) in &events {
+            p.cmd("XADD")
+                .arg(self.stream_key(session, stream))
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(r.max_events_per_stream)
+                .arg("0-*")
+                .arg("d")
+                .arg(data.as_ref());
+            streams.insert(stream.as_str());
+        }
+        let index = self.key(session, "streams");
+        for stream in &streams {
+            p.cmd("PEXPIRE")
+                .arg(self.stream_key(session, stream))
+                .arg(millis(r.max_age))
+                .ignore();
+            p.cmd("SADD").arg(&index).arg(*stream).ignore();
+        }
+        p.cmd("PEXPIRE")
+            .arg(&index)
+            .arg(millis(r.max_age.max(self.cfg.session_ttl)))
+            .ignore();
+        let ids: Vec<String> = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        ids.iter()
+            .map(|id| seq_of(id).ok_or_else(|| unavailable(format!("unexpected stream id {id}"))))
+            .collect()
+    }
+
+    async fn replay(
+        &self,
+        session: &str,
+        stream: &str,
+        after: u64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let all = self.retained(session, stream).await?;
+        let (first, last) = match (all.first(), all.last()) {
+            (Some(f), Some(l)) => (f.seq, l.seq),
+            _ => return Err(StoreError::UnknownStream),
+        };
+        if after > last {
+            return Err(StoreError::Ahead { after, last });
+        }
+        if after + 1 < first {
+            return Err(StoreError::Expired {
+                after,
+                oldest: first,
+            });
+        }
+        Ok(all.into_iter().filter(|e| e.seq > after).collect())
+    }
+
+    async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        let key = self.stream_key(session, stream);
+        let reply: redis::streams::StreamRangeReply = self
+            .run(|mut h| async move {
+                redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(&mut h)
+                    .await
+            })
+            .await?;
+        if reply.ids.is_empty() {
+            return Err(StoreError::UnknownStream);
+        }
+        let mut out = Vec::new();
+        for entry in reply.ids {
+            let seq = seq_of(&entry.id).unwrap_or(0);
+            let data: Vec<u8> = match entry.map.get("d") {
+                Some(v) => redis::from_redis_value_ref(v).map_err(unavailable)?,
+                None => Vec::new(),
+            };
+            out.push(StoredEvent {
+                seq,
+                data: Bytes::from(data),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn remove_session(&self, session: &str) {
+        if let Err(e) = self.remove_all(session).await {
+            tracing::warn!(session, error = %e, "could not remove the session's keys; they expire by TTL");
+        }
+    }
+
+    async fn check(&self) -> Result<(), StoreError> {
+        let pong: String = self
+            .run(|mut h| async move { redis::cmd("PING").query_async(&mut h).await })
+            .await?;
+        if pong == "PONG" {
+            Ok(())
+        } else {
+            Err(unavailable(format!("unexpected PING answer {pong:?}")))
+        }
+    }
+
+    fn backend(&self) -> &'static str {
+        "redis"
+    }
+}
+
+impl RedisStore {
+    async fn remove_all(&self, session: &str) -> Result<(), StoreError> {
+        let index = self.key(session, "streams");
+        let idx = index.clone();
+        let streams: Vec<String> = self
+            .run(|mut h| async move { redis::cmd("SMEMBERS").arg(&idx).query_async(&mut h).await })
+            .await?;
+        let mut p = redis::pipe();
+        for s in &streams {
+            p.cmd("DEL").arg(self.stream_key(session, s)).ignore();
+        }
+        p.cmd("DEL").arg(index).ignore();
+        p.cmd("DEL").arg(self.key(session, "s")).ignore();
+        self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl SessionDirectory for RedisStore {
+    async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError> {
+        let key = self.key(session, "s");
+        let ttl = millis(self.cfg.session_ttl);
+        self.run(|mut h| async move {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(record.as_ref())
+                .arg("PX")
+                .arg(ttl)
+                .query_async::<()>(&mut h)
+                .await
+        })
+        .await
+    }
+
+    async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError> {
+        let key = self.key(session, "s");
+        let ttl = millis(self.cfg.session_ttl);
+        let mut p = redis::pipe();
+        p.cmd("GET")
+            .arg(&key)
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(ttl)
+            .ignore();
+        let (v,): (Option<Vec<u8>>,) = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        Ok(v.map(Bytes::from))
+    }
+
+    async fn touch(&self, session: &str) -> Result<(), StoreError> {
+        let key = self.key(session, "s");
+        let ttl = millis(self.cfg.session_ttl);
+        self.run(|mut h| async move {
+            redis::cmd("PEXPIRE")
+                .arg(&key)
+                .arg(ttl)
+                .query_async::<()>(&mut h)
+                .await
+        })
+        .await
+    }
+
+    async fn remove(&self, session: &str) -> Result<(), StoreError> {
+        self.remove_all(session).await
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+}
