@@ -6,6 +6,8 @@
 //! - [`McpClient`]: a small Streamable HTTP client that speaks raw HTTP, so
 //!   tests can assert status codes, headers and SSE framing exactly.
 //! - [`sse`]: an incremental SSE parser over a response body.
+//! - [`redis`]: a real `redis-server` (unix socket) or Redis Cluster, killed on drop.
+//! - [`process`]: mcpd as a child process, for SIGKILL-and-restart tests.
 
 use std::net::{SocketAddr, TcpListener};
 use std::thread::JoinHandle;
@@ -13,9 +15,13 @@ use std::thread::JoinHandle;
 pub use mcpd::Config;
 
 pub mod client;
+pub mod process;
+pub mod redis;
 pub mod sse;
 
 pub use client::{McpClient, Reply, INIT_VERSION};
+pub use process::McpdProcess;
+pub use redis::{RedisCluster, RedisServer};
 pub use sse::{SseEvent, SseStream};
 
 /// A running mcpd, stopped when dropped.

@@ -119,6 +119,13 @@ pub fn serve_with(
         HttpServer::new(move || App::new().configure(mcpd_http::configure(state.clone())))
             .shutdown_timeout(config.server.shutdown_grace_secs)
             .client_request_timeout(Duration::from_secs(30))
+            // SSE answers are several small writes: without TCP_NODELAY the
+            // last one can wait ~40 ms for a delayed ACK (Nagle).
+            .on_connect(|conn, _| {
+                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                    let _ = tcp.set_nodelay(true);
+                }
+            })
             .listen(listener)?;
     if config.server.workers > 0 {
         http = http.workers(config.server.workers);
