@@ -20,7 +20,8 @@ use crate::dispatch::McpServer;
 use crate::listen::ListenActor;
 use crate::registry::Change;
 use crate::session::{
-    OpenStream, Post, PostReply, SessionActor, SessionError, SessionInit, SessionRecord, Terminate,
+    OpenConnection, OpenStream, Post, PostReply, SessionActor, SessionError, SessionInit,
+    SessionRecord, Terminate,
 };
 use crate::stats::Stats;
 use crate::stream::StreamReceiver;
@@ -73,8 +74,34 @@ impl SessionHandle {
             .try_send(Post {
                 messages,
                 batch,
+                on_connection: false,
                 reply,
             })
+            .map_err(map_send)?;
+        rx.await.map_err(|_| SessionError::Gone)
+    }
+
+    /// Hands client messages to the session; everything they cause goes out
+    /// on the connection stream (see [`Self::open_connection`]).
+    pub async fn post_on_connection(&self, messages: Vec<Message>) -> Result<(), SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.addr
+            .try_send(Post {
+                messages,
+                batch: false,
+                on_connection: true,
+                reply,
+            })
+            .map_err(map_send)?;
+        rx.await.map_err(|_| SessionError::Gone).map(|_| ())
+    }
+
+    /// The session's single outbound channel, for transports that have one
+    /// (the 2024-11-05 HTTP+SSE transport, stdio). It ends with the session.
+    pub async fn open_connection(&self) -> Result<StreamReceiver, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.addr
+            .try_send(OpenConnection { reply })
             .map_err(map_send)?;
         rx.await.map_err(|_| SessionError::Gone)
     }

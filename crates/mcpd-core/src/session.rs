@@ -31,7 +31,7 @@ use crate::manager::{Changed, SessionManager};
 use crate::peer::SessionPeer;
 use crate::registry::Change;
 use crate::request::{report_to, Cancel, RequestActor, RequestDone};
-use crate::stream::{StreamReceiver, GET_STREAM};
+use crate::stream::StreamReceiver;
 
 pub use streams::ResumeError;
 use streams::Streams;
@@ -161,6 +161,8 @@ pub struct SessionActor {
 pub struct Post {
     pub messages: Vec<Message>,
     pub batch: bool,
+    /// Answer on the session's connection stream instead of a new stream.
+    pub on_connection: bool,
     pub reply: oneshot::Sender<PostReply>,
 }
 
@@ -170,6 +172,13 @@ pub struct Post {
 pub struct OpenStream {
     pub last_event_id: Option<String>,
     pub reply: oneshot::Sender<Result<StreamReceiver, ResumeError>>,
+}
+
+/// Open the connection stream of a one-channel transport (HTTP+SSE, stdio).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OpenConnection {
+    pub reply: oneshot::Sender<StreamReceiver>,
 }
 
 /// End the session (DELETE, shutdown).
@@ -443,9 +452,23 @@ impl Handler<Post> for SessionActor {
             self.streams.flush(ctx); // a cancellation may have ended a stream
             return;
         }
-        let ids = requests.iter().map(|r| r.id.clone()).collect();
-        let (stream, rx) = self.streams.open_post(ids, msg.batch);
-        let _ = msg.reply.send(PostReply::Stream(rx));
+        let attached = if msg.on_connection {
+            self.streams.attach_to_connection(requests.len())
+        } else {
+            None
+        };
+        let stream = match attached {
+            Some(stream) => {
+                let _ = msg.reply.send(PostReply::Accepted);
+                stream
+            }
+            None => {
+                let ids = requests.iter().map(|r| r.id.clone()).collect();
+                let (stream, rx) = self.streams.open_post(ids, msg.batch);
+                let _ = msg.reply.send(PostReply::Stream(rx));
+                stream
+            }
+        };
         for r in requests {
             self.start_request(r, &stream, ctx);
         }
@@ -466,6 +489,15 @@ impl Handler<OpenStream> for SessionActor {
             }
             Some(id) => self.streams.resume(id, msg.reply, ctx),
         }
+    }
+}
+
+impl Handler<OpenConnection> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: OpenConnection, _ctx: &mut Context<Self>) {
+        self.last_activity = Instant::now();
+        let _ = msg.reply.send(self.streams.open_connection());
     }
 }
 
@@ -598,8 +630,8 @@ impl Handler<Changed> for SessionActor {
                 )
             }
         };
-        let get: Arc<str> = Arc::from(GET_STREAM);
-        self.streams.send_interim(&get, message);
+        let target = self.streams.unsolicited();
+        self.streams.send_interim(&target, message);
         self.streams.flush(ctx);
     }
 }

@@ -19,6 +19,7 @@ use mcpd_core::{SessionManager, Stateless};
 
 pub mod error;
 pub mod guard;
+pub mod legacy_sse;
 pub mod modern;
 pub mod sse;
 pub mod transport;
@@ -38,6 +39,11 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments.
     pub keep_alive: Duration,
+    /// Serve the 2024-11-05 HTTP+SSE transport (`GET legacy_sse_path`,
+    /// `POST legacy_messages_path`).
+    pub legacy_sse: bool,
+    pub legacy_sse_path: String,
+    pub legacy_messages_path: String,
 }
 
 impl Default for HttpConfig {
@@ -47,6 +53,9 @@ impl Default for HttpConfig {
             origins: OriginPolicy::default(),
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            legacy_sse: true,
+            legacy_sse_path: "/sse".into(),
+            legacy_messages_path: "/messages".into(),
         }
     }
 }
@@ -56,6 +65,8 @@ pub struct AppState {
     pub manager: Arc<SessionManager>,
     /// The 2026-07-28 (stateless) era, served on the same endpoint.
     pub stateless: Arc<Stateless>,
+    /// Open 2024-11-05 HTTP+SSE connections.
+    pub legacy: legacy_sse::LegacyConnections,
     pub config: HttpConfig,
 }
 
@@ -63,6 +74,16 @@ pub struct AppState {
 pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
         let path = state.config.path.clone();
+        if state.config.legacy_sse {
+            cfg.route(
+                &state.config.legacy_sse_path,
+                web::get().to(legacy_sse::connect),
+            )
+            .route(
+                &state.config.legacy_messages_path,
+                web::post().to(legacy_sse::message),
+            );
+        }
         cfg.app_data(state)
             .service(
                 web::resource(path)

@@ -70,3 +70,23 @@ pub fn sse_response(
     }
     res.streaming(body)
 }
+
+/// An SSE response over already-encoded events, with keep-alive comments.
+pub fn sse_bytes_response(
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    keep_alive: Duration,
+) -> HttpResponse {
+    let start = tokio::time::Instant::now() + keep_alive;
+    let tick = tokio::time::interval_at(start, keep_alive);
+    let body = futures_util::stream::unfold((rx, tick), |(mut rx, mut tick)| async move {
+        tokio::select! {
+            item = rx.recv() => item.map(|b| (Ok::<_, actix_web::Error>(b), (rx, tick))),
+            _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, tick))),
+        }
+    });
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/event-stream"))
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(body)
+}

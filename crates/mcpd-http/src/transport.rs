@@ -21,7 +21,7 @@ fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// Whether `Accept` lists `want` (or a wildcard covering it).
-fn accepts(h: &HeaderMap, want: &str) -> bool {
+pub(crate) fn accepts(h: &HeaderMap, want: &str) -> bool {
     let (ty, _) = want.split_once('/').unwrap_or((want, ""));
     h.get_all(header::ACCEPT)
         .filter_map(|v| v.to_str().ok())
@@ -66,7 +66,7 @@ async fn session_of(state: &AppState, h: &HeaderMap) -> Result<SessionHandle, Ht
         .ok_or(HttpError::Session(SessionError::Gone))
 }
 
-async fn read_body(
+pub(crate) async fn read_body(
     req: &HttpRequest,
     mut payload: web::Payload,
     limit: usize,

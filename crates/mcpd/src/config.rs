@@ -48,6 +48,9 @@ pub struct Cli {
     /// Log format (`log.format`): human or json.
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
+    /// Serve one session over stdin/stdout instead of HTTP (`server.transport = "stdio"`).
+    #[arg(long)]
+    pub stdio: bool,
     /// Validate the configuration, print it, and exit.
     #[arg(long)]
     pub check_config: bool,
@@ -94,6 +97,9 @@ impl Default for StatelessSection {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
+    /// `http` (Streamable HTTP, plus the 2024-11-05 HTTP+SSE transport) or
+    /// `stdio` (one session over stdin/stdout).
+    pub transport: Transport,
     pub listen: String,
     pub toolset: Toolset,
     /// actix-web worker threads; 0 = one per core.
@@ -103,10 +109,21 @@ pub struct ServerSection {
     pub instructions: Option<String>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Http,
+    Stdio,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     pub path: String,
+    /// Serve the 2024-11-05 HTTP+SSE transport for old clients.
+    pub legacy_sse: bool,
+    pub legacy_sse_path: String,
+    pub legacy_messages_path: String,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
     pub allow_localhost_origins: bool,
@@ -173,6 +190,7 @@ pub enum LogFormat {
 impl Default for ServerSection {
     fn default() -> Self {
         Self {
+            transport: Transport::Http,
             listen: "127.0.0.1:8080".into(),
             toolset: Toolset::Demo,
             workers: 0,
@@ -187,6 +205,9 @@ impl Default for HttpSection {
         let h = HttpConfig::default();
         Self {
             path: h.path,
+            legacy_sse: h.legacy_sse,
+            legacy_sse_path: h.legacy_sse_path,
+            legacy_messages_path: h.legacy_messages_path,
             allowed_origins: h.origins.allowed_origins,
             allowed_hosts: h.origins.allowed_hosts,
             allow_localhost_origins: h.origins.allow_localhost_origins,
@@ -295,6 +316,14 @@ impl Config {
         if let Some(v) = &cli.path {
             set(&mut table, "http", "path", Value::String(v.clone()));
         }
+        if cli.stdio {
+            set(
+                &mut table,
+                "server",
+                "transport",
+                Value::String("stdio".into()),
+            );
+        }
         if let Some(v) = &cli.store {
             set(&mut table, "store", "backend", Value::String(v.clone()));
         }
@@ -324,8 +353,23 @@ impl Config {
                 ),
             );
         }
-        if !self.http.path.starts_with('/') || self.http.path.len() < 2 {
-            return bad("http.path", "must start with / and name a path, e.g. /mcp");
+        for (key, path) in [
+            ("http.path", &self.http.path),
+            ("http.legacy_sse_path", &self.http.legacy_sse_path),
+            ("http.legacy_messages_path", &self.http.legacy_messages_path),
+        ] {
+            if !path.starts_with('/') || path.len() < 2 {
+                return bad(key, "must start with / and name a path, e.g. /mcp");
+            }
+        }
+        if self.http.legacy_sse
+            && (self.http.legacy_sse_path == self.http.path
+                || self.http.legacy_messages_path == self.http.path)
+        {
+            return bad(
+                "http.legacy_sse_path",
+                "the HTTP+SSE paths must differ from http.path",
+            );
         }
         for (key, v) in [
             ("http.max_body_bytes", self.http.max_body_bytes as u64),
@@ -428,6 +472,9 @@ impl Config {
             },
             max_body_bytes: h.max_body_bytes,
             keep_alive: Duration::from_secs(h.keep_alive_secs),
+            legacy_sse: h.legacy_sse,
+            legacy_sse_path: h.legacy_sse_path.clone(),
+            legacy_messages_path: h.legacy_messages_path.clone(),
         }
     }
 

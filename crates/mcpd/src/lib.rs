@@ -17,9 +17,10 @@ use mcpd_protocol::types::Implementation;
 use mcpd_store::{EventLog, MemoryEventLog, MemorySessionDirectory, RedisStore, SessionDirectory};
 
 pub mod config;
+pub mod stdio;
 pub mod toolsets;
 
-pub use config::{Cli, Config, StoreBackend};
+pub use config::{Cli, Config, StoreBackend, Transport};
 
 /// A started mcpd: await [`Running::run`] to serve; stop it with a
 /// [`StopHandle`].
@@ -74,6 +75,46 @@ pub fn serve_with(
     listener: TcpListener,
     extend: impl FnOnce(&Registry),
 ) -> std::io::Result<Running> {
+    let Core { manager, stateless } = build(config, extend)?;
+    let state = web::Data::new(AppState {
+        manager: manager.clone(),
+        stateless,
+        legacy: Default::default(),
+        config: config.http(),
+    });
+    let mut http =
+        HttpServer::new(move || App::new().configure(mcpd_http::configure(state.clone())))
+            .shutdown_timeout(config.server.shutdown_grace_secs)
+            .client_request_timeout(Duration::from_secs(30))
+            // SSE answers are several small writes: without TCP_NODELAY the
+            // last one can wait ~40 ms for a delayed ACK (Nagle).
+            .on_connect(|conn, _| {
+                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                    let _ = tcp.set_nodelay(true);
+                }
+            })
+            .listen(listener)?;
+    if config.server.workers > 0 {
+        http = http.workers(config.server.workers);
+    }
+    let server = http.disable_signals().run();
+    let stop = StopHandle {
+        http: server.handle(),
+        manager,
+    };
+    Ok(Running { server, stop })
+}
+
+/// The protocol core, without a transport.
+pub struct Core {
+    pub manager: Arc<SessionManager>,
+    pub stateless: Arc<Stateless>,
+}
+
+/// Builds the catalogue, stores, session manager and stateless era from
+/// `config`, and starts background tasks. Must be called inside an actix
+/// system.
+pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Core> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
     let background = config.server.toolset.install(&registry, stats.clone());
@@ -110,38 +151,16 @@ pub fn serve_with(
     for task in background {
         actix_rt::spawn(task);
     }
-    let state = web::Data::new(AppState {
-        manager: manager.clone(),
-        stateless,
-        config: config.http(),
-    });
-    let mut http =
-        HttpServer::new(move || App::new().configure(mcpd_http::configure(state.clone())))
-            .shutdown_timeout(config.server.shutdown_grace_secs)
-            .client_request_timeout(Duration::from_secs(30))
-            // SSE answers are several small writes: without TCP_NODELAY the
-            // last one can wait ~40 ms for a delayed ACK (Nagle).
-            .on_connect(|conn, _| {
-                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-                    let _ = tcp.set_nodelay(true);
-                }
-            })
-            .listen(listener)?;
-    if config.server.workers > 0 {
-        http = http.workers(config.server.workers);
-    }
-    let server = http.disable_signals().run();
-    let stop = StopHandle {
-        http: server.handle(),
-        manager,
-    };
-    Ok(Running { server, stop })
+    Ok(Core { manager, stateless })
 }
 
 /// Binds the configured address, prints `mcpd listening on URL` on stdout,
 /// and serves until SIGTERM/SIGINT. This is the whole of `main` for a custom
 /// server: `mcpd::run(&config, |registry| registry.add_tool(...))`.
 pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
+    if config.server.transport == Transport::Stdio {
+        return run_stdio(config, extend);
+    }
     let addr = config.listen_addr()?;
     let listener =
         TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
@@ -202,7 +221,7 @@ fn init_logging(config: &Config) {
 }
 
 /// Resolves on SIGTERM or SIGINT, naming which.
-async fn shutdown_signal() -> &'static str {
+pub(crate) async fn shutdown_signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -222,4 +241,19 @@ async fn shutdown_signal() -> &'static str {
         let _ = tokio::signal::ctrl_c().await;
         "SIGINT"
     }
+}
+
+/// Serves one session over stdin/stdout (`--stdio`).
+pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
+    actix_rt::System::new().block_on(async move {
+        let core = build(config, extend)?;
+        if let Err(e) = core.manager.check_stores().await {
+            return Err(anyhow::anyhow!(
+                "cannot reach the {:?} store: {e}",
+                config.store.backend
+            ));
+        }
+        stdio::serve(core.manager, config.http.max_body_bytes).await?;
+        Ok(())
+    })
 }

@@ -66,6 +66,8 @@ struct StreamState {
     /// Requests on this stream still to be answered.
     open: usize,
     batch: bool,
+    /// A connection stream: outlives its requests (old HTTP+SSE, stdio).
+    persistent: bool,
 }
 
 impl StreamState {
@@ -77,9 +79,13 @@ impl StreamState {
             pending: Vec::new(),
             open: 0,
             batch: false,
+            persistent: false,
         }
     }
 }
+
+/// The id of a session's connection stream (transports with one channel).
+pub const CONNECTION_STREAM: &str = "c";
 
 enum Out {
     /// Append to the log, then write.
@@ -154,9 +160,40 @@ impl Streams {
                 pending: Vec::new(),
                 open,
                 batch,
+                persistent: false,
             },
         );
         (id, rx)
+    }
+
+    /// The connection stream of a one-channel transport: it carries every
+    /// response, notification and server → client request of the session
+    /// and ends only with the session.
+    pub fn open_connection(&mut self) -> StreamReceiver {
+        let (tx, rx) = self.channel(0);
+        let mut st = StreamState::live(Some(tx));
+        st.persistent = true;
+        self.map.insert(Arc::from(CONNECTION_STREAM), st);
+        rx
+    }
+
+    /// Requests that will be answered on the connection stream; its id, or
+    /// `None` when the session has no connection stream.
+    pub fn attach_to_connection(&mut self, requests: usize) -> Option<Arc<str>> {
+        let key: Arc<str> = Arc::from(CONNECTION_STREAM);
+        let st = self.map.get_mut(&key)?;
+        st.open += requests;
+        Some(key)
+    }
+
+    /// Where notifications that belong to no request go: the connection
+    /// stream if there is one, else the standalone GET stream.
+    pub fn unsolicited(&self) -> Arc<str> {
+        Arc::from(if self.map.contains_key(CONNECTION_STREAM) {
+            CONNECTION_STREAM
+        } else {
+            GET_STREAM
+        })
     }
 
     /// The standalone GET stream. A new GET takes over from an older one,
@@ -244,7 +281,7 @@ impl Streams {
                     retry_ms: None,
                 });
             }
-            if st.open == 0 {
+            if st.open == 0 && !st.persistent {
                 self.outbox.push(Out::Close {
                     stream: stream.clone(),
                 });

@@ -1,0 +1,205 @@
+//! The 2024-11-05 HTTP+SSE transport, for clients that only speak it:
+//! `GET /sse` opens a connection whose first event (`endpoint`) names the
+//! URL to POST to; POSTs there are answered `202 Accepted`, and everything
+//! the session sends arrives on the SSE connection. Closing the connection
+//! ends the session.
+//!
+//! A thin adapter: the same checks, the same session actor (through its
+//! connection stream), the same tools. Only framing differs.
+
+use std::sync::{Arc, Mutex};
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::Bytes;
+use dashmap::DashMap;
+use mcpd_core::{InitializeError, SessionHandle, SessionManager, StreamItem};
+use mcpd_protocol::jsonrpc::{self, Body, Message};
+use mcpd_protocol::{methods, ErrorObject};
+use tokio::sync::mpsc;
+
+use crate::error::HttpError;
+use crate::transport::{accepts, read_body};
+use crate::AppState;
+
+/// Open HTTP+SSE connections, by the id in their endpoint URL.
+#[derive(Default)]
+pub struct LegacyConnections {
+    map: DashMap<String, Arc<Connection>>,
+}
+
+struct Connection {
+    tx: mpsc::Sender<Bytes>,
+    session: Mutex<Option<SessionHandle>>,
+}
+
+impl Connection {
+    fn session(&self) -> Option<SessionHandle> {
+        self.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+fn message_event(data: &[u8]) -> Bytes {
+    let mut b = Vec::with_capacity(data.len() + 24);
+    b.extend_from_slice(b"event: message\ndata: ");
+    b.extend_from_slice(data);
+    b.extend_from_slice(b"\n\n");
+    Bytes::from(b)
+}
+
+/// `GET /sse`: a new connection; its first event says where to POST.
+pub async fn connect(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, HttpError> {
+    state.config.origins.check(&req)?;
+    if !accepts(req.headers(), "text/event-stream") {
+        return Err(HttpError::NotAcceptable(
+            "Accept must list text/event-stream",
+        ));
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let (tx, rx) = mpsc::channel::<Bytes>(state.manager.server().limits.stream_buffer.max(1));
+    let endpoint = format!("{}?sessionId={id}", state.config.legacy_messages_path);
+    let _ = tx.try_send(Bytes::from(format!(
+        "event: endpoint\ndata: {endpoint}\n\n"
+    )));
+    let conn = Arc::new(Connection {
+        tx: tx.clone(),
+        session: Mutex::new(None),
+    });
+    state.legacy.map.insert(id.clone(), conn.clone());
+    // Closing the connection ends the session.
+    let (manager, legacy_state) = (state.manager.clone(), state.clone());
+    actix_web::rt::spawn(async move {
+        tx.closed().await;
+        legacy_state.legacy.map.remove(&id);
+        if let Some(s) = conn.session() {
+            let _ = manager.terminate(s.id()).await;
+        }
+    });
+    Ok(crate::sse::sse_bytes_response(rx, state.config.keep_alive))
+}
+
+fn connection_of(req: &HttpRequest, state: &AppState) -> Result<Arc<Connection>, HttpError> {
+    let id = web::Query::<std::collections::HashMap<String, String>>::from_query(
+        req.query_string(),
+    )
+    .ok()
+    .and_then(|q| q.get("sessionId").cloned())
+    .ok_or_else(|| {
+        HttpError::BadRequest(
+            "the sessionId query parameter is required (use the endpoint URL from GET /sse)".into(),
+        )
+    })?;
+    state.legacy.map.get(&id).map(|c| c.clone()).ok_or_else(|| {
+        HttpError::Rpc {
+            status: actix_web::http::StatusCode::NOT_FOUND,
+            id: None,
+            error: ErrorObject::new(
+                mcpd_protocol::ErrorCode::SESSION_NOT_FOUND,
+                "Unknown sessionId: the SSE connection is closed or never existed; open a new one with GET /sse",
+            ),
+        }
+    })
+}
+
+/// `POST /messages?sessionId=…`: client messages; answers go on the SSE connection.
+pub async fn message(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, HttpError> {
+    state.config.origins.check(&req)?;
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+    {
+        return Err(HttpError::UnsupportedMediaType);
+    }
+    let conn = connection_of(&req, &state)?;
+    let bytes = read_body(&req, payload, state.config.max_body_bytes).await?;
+    let body = Body::parse(&bytes)?;
+    let init = body
+        .messages()
+        .iter()
+        .position(|m| matches!(m, Message::Request(r) if r.method == methods::INITIALIZE));
+    match (init, conn.session()) {
+        (Some(_), Some(_)) => {
+            return Err(HttpError::BadRequest(
+                "this connection's session is already initialized".into(),
+            ));
+        }
+        (Some(_), None) if body.is_batch() => {
+            return Err(HttpError::BadRequest(
+                "initialize must not be part of a JSON-RPC batch".into(),
+            ));
+        }
+        (Some(_), None) => {
+            let Message::Request(r) = body.into_messages().remove(0) else {
+                unreachable!("checked above")
+            };
+            initialize(&state.manager, &conn, r).await?;
+        }
+        (None, None) => {
+            return Err(HttpError::BadRequest(
+                "send initialize first on this connection".into(),
+            ));
+        }
+        (None, Some(session)) => session.post_on_connection(body.into_messages()).await?,
+    }
+    Ok(HttpResponse::Accepted().finish())
+}
+
+async fn initialize(
+    manager: &Arc<SessionManager>,
+    conn: &Connection,
+    r: mcpd_protocol::jsonrpc::Request,
+) -> Result<(), HttpError> {
+    let answer = match manager.initialize(r.params.as_ref()).await {
+        Ok((session, result)) => {
+            let mut rx = session.open_connection().await?;
+            *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+            let tx = conn.tx.clone();
+            let response = jsonrpc::response(&r.id, result);
+            let _ = tx
+                .send(message_event(response.to_string().as_bytes()))
+                .await;
+            // Everything the session sends from now on, in order.
+            actix_web::rt::spawn(async move {
+                while let Some(item) = rx.recv().await {
+                    let data = match item {
+                        StreamItem::Event { data, .. } | StreamItem::Json(data)
+                            if !data.is_empty() =>
+                        {
+                            data
+                        }
+                        _ => continue,
+                    };
+                    if tx.send(message_event(&data)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            return Ok(());
+        }
+        Err(InitializeError::InvalidParams(e)) => jsonrpc::error_response(Some(&r.id), &e),
+        Err(e) => return Err(HttpError::Unavailable(e.to_string())),
+    };
+    let _ = conn
+        .tx
+        .send(message_event(answer.to_string().as_bytes()))
+        .await;
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! `mcpd --stdio`: one session over stdin/stdout, as desktop clients launch
+//! local servers. Newline-delimited JSON-RPC in, the same out; nothing but
+//! protocol messages on stdout (logs go to stderr). EOF on stdin or SIGTERM
+//! ends the session and the process. A thin adapter over the session actor's
+//! connection stream: same tools, same limits.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mcpd_core::{InitializeError, SessionHandle, SessionManager, StreamItem};
+use mcpd_protocol::jsonrpc::{self, Body, Message};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Serves stdin/stdout until EOF or a signal. Call inside an actix system.
+pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Result<()> {
+    let (out, mut out_rx) = mpsc::channel::<Bytes>(1024);
+    // One writer: lines never interleave.
+    let writer = actix_rt::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = out_rx.recv().await {
+            stdout.write_all(&line).await?;
+            stdout.write_all(b"\n").await?;
+            stdout.flush().await?;
+        }
+        Ok::<_, std::io::Error>(())
+    });
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut session: Option<SessionHandle> = None;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = tokio::select! {
+            r = read_line(&mut stdin, &mut line, max_line) => r?,
+            why = crate::shutdown_signal() => {
+                tracing::info!("{why}: stdio session ends");
+                break;
+            }
+        };
+        match read {
+            Line::Eof => break,
+            Line::TooLong => {
+                let e = ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("message longer than {max_line} bytes"),
+                );
+                send(&out, jsonrpc::error_response(None, &e)).await;
+                continue;
+            }
+            Line::Ok if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Line::Ok => {}
+        }
+        let body = match Body::parse(&line) {
+            Ok(b) => b,
+            Err(e) => {
+                send(&out, jsonrpc::error_response(None, &e.to_error_object())).await;
+                continue;
+            }
+        };
+        let messages = body.into_messages();
+        match &session {
+            Some(s) => {
+                if let Some(Message::Request(r)) = messages
+                    .iter()
+                    .find(|m| m.method() == Some(methods::INITIALIZE))
+                {
+                    let e = ErrorObject::new(
+                        ErrorCode::INVALID_REQUEST,
+                        "the session is already initialized",
+                    );
+                    send(&out, jsonrpc::error_response(Some(&r.id), &e)).await;
+                    continue;
+                }
+                if s.post_on_connection(messages).await.is_err() {
+                    tracing::error!("the session ended; stdio closes");
+                    break;
+                }
+            }
+            None => {
+                for m in messages {
+                    match m {
+                        Message::Request(r) if r.method == methods::INITIALIZE => {
+                            match manager.initialize(r.params.as_ref()).await {
+                                Ok((s, result)) => {
+                                    send(&out, jsonrpc::response(&r.id, result)).await;
+                                    forward(
+                                        s.open_connection().await.map_err(std::io::Error::other)?,
+                                        out.clone(),
+                                    );
+                                    session = Some(s);
+                                }
+                                Err(InitializeError::InvalidParams(e)) => {
+                                    send(&out, jsonrpc::error_response(Some(&r.id), &e)).await
+                                }
+                                Err(e) => {
+                                    send(
+                                        &out,
+                                        jsonrpc::error_response(
+                                            Some(&r.id),
+                                            &ErrorObject::internal(e.to_string()),
+                                        ),
+                                    )
+                                    .await
+                                }
+                            }
+                        }
+                        Message::Request(r) if r.method == methods::PING => {
+                            send(&out, jsonrpc::response(&r.id, serde_json::json!({}))).await;
+                        }
+                        Message::Request(r) => {
+                            let e = ErrorObject::new(
+                                ErrorCode::INVALID_REQUEST,
+                                "send initialize first",
+                            );
+                            send(&out, jsonrpc::error_response(Some(&r.id), &e)).await;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    if let Some(s) = session {
+        let _ = manager.terminate(s.id()).await;
+    }
+    drop(out);
+    writer.await.map_err(std::io::Error::other)??;
+    Ok(())
+}
+
+enum Line {
+    Ok,
+    TooLong,
+    Eof,
+}
+
+/// Reads one line into `buf` (without its newline), refusing to buffer more
+/// than `max` bytes of it.
+async fn read_line(
+    r: &mut BufReader<tokio::io::Stdin>,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(if buf.is_empty() && !too_long {
+                Line::Eof
+            } else if too_long {
+                Line::TooLong
+            } else {
+                Line::Ok
+            });
+        }
+        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        if buf.len() + part.len() > max {
+            too_long = true;
+            buf.clear();
+        } else if !too_long {
+            buf.extend_from_slice(part);
+        }
+        let used = done.unwrap_or(chunk.len());
+        r.consume(used);
+        if done.is_some() {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(if too_long { Line::TooLong } else { Line::Ok });
+        }
+    }
+}
+
+async fn send(out: &mpsc::Sender<Bytes>, v: serde_json::Value) {
+    let _ = out
+        .send(Bytes::from(serde_json::to_vec(&v).unwrap_or_default()))
+        .await;
+}
+
+/// Copies the session's connection stream to stdout.
+fn forward(mut rx: mcpd_core::StreamReceiver, out: mpsc::Sender<Bytes>) {
+    actix_rt::spawn(async move {
+        while let Some(item) = rx.recv().await {
+            let data = match item {
+                StreamItem::Event { data, .. } | StreamItem::Json(data) if !data.is_empty() => data,
+                _ => continue,
+            };
+            if out.send(data).await.is_err() {
+                return;
+            }
+        }
+    });
+}
