@@ -16,6 +16,7 @@
 //! - [`stream`]: what a response stream carries; event ids.
 
 pub mod context;
+mod control;
 pub mod dispatch;
 pub mod handler;
 pub mod listen;
@@ -32,7 +33,7 @@ pub mod stream;
 pub use context::RequestContext;
 pub use dispatch::{Limits, McpServer};
 pub use handler::{tool_fn, PromptProvider, ResourceProvider, Tool, ToolError};
-pub use manager::{InitializeError, SessionHandle, SessionManager};
+pub use manager::{new_replica_id, InitializeError, SessionHandle, SessionManager};
 pub use mcpd_store::StoreError;
 pub use registry::{ChangeNotifier, Registry};
 pub use session::{PostReply, ResumeError, SessionError};

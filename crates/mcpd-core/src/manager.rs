@@ -12,7 +12,7 @@ use dashmap::DashMap;
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::types::{parse_params, InitializeParams, InitializeResult};
 use mcpd_protocol::{ErrorObject, ProtocolVersion};
-use mcpd_store::{EventLog, SessionDirectory, StoreError};
+use mcpd_store::{BusTarget, ControlBus, EventLog, SessionDirectory, StoreError};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
@@ -133,7 +133,9 @@ pub struct SessionManager {
     server: Arc<McpServer>,
     log: Arc<dyn EventLog>,
     directory: Arc<dyn SessionDirectory>,
-    /// Unique per process start: names who wrote what in shared stores.
+    /// How this replica reaches others sharing the store.
+    bus: Arc<dyn ControlBus>,
+    /// This replica's id (unique per process start).
     instance: Arc<str>,
     sessions: DashMap<Arc<str>, SessionHandle>,
     /// Resource URI → sessions subscribed to it.
@@ -150,13 +152,15 @@ impl SessionManager {
         server: Arc<McpServer>,
         log: Arc<dyn EventLog>,
         directory: Arc<dyn SessionDirectory>,
+        bus: Arc<dyn ControlBus>,
         stats: Arc<Stats>,
     ) -> Arc<Self> {
-        let instance: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
+        let instance: Arc<str> = Arc::from(bus.replica());
         Arc::new(Self {
             server,
             log,
             directory,
+            bus,
             instance,
             sessions: DashMap::new(),
             subscriptions: DashMap::new(),
@@ -182,8 +186,48 @@ impl SessionManager {
         self.directory.clone()
     }
 
-    pub(crate) fn instance(&self) -> Arc<str> {
-        self.instance.clone()
+    /// This replica's id.
+    pub fn replica(&self) -> &str {
+        &self.instance
+    }
+
+    pub(crate) fn bus(&self) -> Arc<dyn ControlBus> {
+        self.bus.clone()
+    }
+
+    /// Sends a control message to another replica (or all), in the background.
+    pub(crate) fn publish(&self, to: Option<&str>, msg: crate::control::Control) {
+        if !self.bus.is_distributed() {
+            return;
+        }
+        let (bus, to) = (self.bus.clone(), to.map(str::to_owned));
+        actix::spawn(async move {
+            let target = match &to {
+                Some(r) => BusTarget::Replica(r),
+                None => BusTarget::All,
+            };
+            if let Err(e) = bus.publish(target, msg.to_bytes()).await {
+                tracing::warn!(error = %e, "control message not sent");
+            }
+        });
+    }
+
+    /// Delivers a message to this replica's actor of `session`, if it has one.
+    pub(crate) fn tell<M>(&self, session: &str, msg: M)
+    where
+        M: actix::Message<Result = ()> + Send + 'static,
+        SessionActor: Handler<M>,
+    {
+        if let Some(h) = self.get(session) {
+            let _ = h.addr.try_send(msg);
+        }
+    }
+
+    /// Stops this replica's actor of `session` (it ended elsewhere).
+    pub(crate) fn drop_local(&self, session: &str) {
+        if let Some((_, h)) = self.sessions.remove(session) {
+            h.addr.do_send(Terminate);
+        }
     }
 
     /// Readiness: the stores answer.
@@ -193,6 +237,7 @@ impl SessionManager {
 
     /// Forwards catalogue changes to sessions. Call once, inside a runtime.
     pub fn start_change_feed(self: &Arc<Self>) {
+        crate::control::start(self);
         let mut rx = self.server.registry.subscribe_changes();
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -349,6 +394,14 @@ impl SessionManager {
         }
         self.directory.remove(id).await?;
         self.log.remove_session(id).await;
+        // Every other replica drops its actor, stopping requests it runs.
+        self.publish(
+            None,
+            crate::control::Control::End {
+                s: id.to_owned(),
+                from: self.instance.to_string(),
+            },
+        );
         Ok(true)
     }
 
@@ -378,9 +431,19 @@ impl SessionManager {
     /// Saves a session's record (after a state change).
     pub(crate) fn save(&self, id: &Arc<str>, record: &SessionRecord) {
         let (directory, id, bytes) = (self.directory.clone(), id.clone(), record.to_bytes());
+        let (bus, from) = (self.bus.clone(), self.instance.to_string());
         actix::spawn(async move {
             if let Err(e) = directory.put(&id, bytes).await {
                 tracing::error!(session = %id, error = %e, "session state not saved");
+                return;
+            }
+            // Other replicas holding this session reload it (the directory is authoritative).
+            if bus.is_distributed() {
+                let msg = crate::control::Control::Reload {
+                    s: id.to_string(),
+                    from,
+                };
+                let _ = bus.publish(BusTarget::All, msg.to_bytes()).await;
             }
         });
     }
@@ -407,4 +470,12 @@ impl SessionManager {
 /// Serialised session records are JSON.
 pub(crate) fn record_bytes(v: &impl serde::Serialize) -> Bytes {
     Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A fresh replica id: unique per process start, short enough to embed in
+/// ids sent to clients.
+pub fn new_replica_id() -> String {
+    let mut s = uuid::Uuid::new_v4().simple().to_string();
+    s.truncate(12);
+    s
 }

@@ -26,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::context::{ContextParts, PeerError, RequestContext};
+use crate::control::Control;
 use crate::dispatch::McpServer;
 use crate::manager::{Changed, SessionManager};
 use crate::peer::SessionPeer;
@@ -238,7 +239,7 @@ impl SessionActor {
             init.id.clone(),
             init.record.version,
             manager.event_log(),
-            manager.instance(),
+            manager.bus(),
             server.limits.clone(),
         );
         Self {
@@ -267,17 +268,73 @@ impl SessionActor {
         let Ok(p) = parse_params::<CancelledParams>(n.params.as_ref()) else {
             return;
         };
-        if let Some(req) = self.requests.remove(&p.request_id) {
-            tracing::debug!(session = %self.id, id = %p.request_id, "request cancelled by client");
-            req.actor.do_send(Cancel);
-            self.streams.request_ended(&req.stream, None);
+        if !self.cancel_local(&p.request_id) && self.manager.bus().is_distributed() {
+            // Not running here: maybe on another replica.
+            let (bus, manager, session, id) = (
+                self.manager.bus(),
+                self.manager.clone(),
+                self.id.to_string(),
+                p.request_id,
+            );
+            actix::spawn(async move {
+                if let Ok(Some(owner)) = bus.owner(&session, &owner_key(&id)).await {
+                    if owner != bus.replica() {
+                        manager.publish(Some(&owner), Control::Cancel { s: session, id });
+                    }
+                }
+            });
         }
+    }
+
+    /// Cancels a request running here; false when there is none.
+    fn cancel_local(&mut self, id: &RequestId) -> bool {
+        let Some(req) = self.requests.remove(id) else {
+            return false;
+        };
+        tracing::debug!(session = %self.id, id = %id, "request cancelled by client");
+        req.actor.do_send(Cancel);
+        self.streams.request_ended(&req.stream, None);
+        self.disown(id);
+        true
+    }
+
+    /// Records in the shared store that this replica runs request `id`.
+    fn own(&self, id: &RequestId) {
+        let bus = self.manager.bus();
+        if !bus.is_distributed() {
+            return;
+        }
+        let (session, key) = (self.id.clone(), owner_key(id));
+        actix::spawn(async move {
+            let _ = bus.set_owner(&session, &key, Some(bus.replica())).await;
+        });
+    }
+
+    fn disown(&self, id: &RequestId) {
+        let bus = self.manager.bus();
+        if !bus.is_distributed() {
+            return;
+        }
+        let (session, key) = (self.id.clone(), owner_key(id));
+        actix::spawn(async move {
+            let _ = bus.set_owner(&session, &key, None).await;
+        });
     }
 
     fn handle_response(&mut self, r: Response) {
         match self.outgoing.remove(&r.id) {
             Some(o) => {
                 let _ = o.reply.send(r.outcome);
+            }
+            // Our question ids name the replica that asked: route it there.
+            None if asked_by(&r.id).is_some_and(|rep| rep != self.manager.bus().replica()) => {
+                let replica = asked_by(&r.id).unwrap_or_default().to_owned();
+                let msg = Control::Answer {
+                    s: self.id.to_string(),
+                    id: r.id,
+                    outcome: r.outcome,
+                };
+                self.manager.publish(Some(&replica), msg);
             }
             None => {
                 tracing::debug!(session = %self.id, id = %r.id, "answer to no pending server request")
@@ -362,6 +419,7 @@ impl SessionActor {
             self.manager.stats(),
         )
         .start();
+        self.own(&r.id);
         self.requests.insert(
             r.id,
             InFlight {
@@ -397,6 +455,23 @@ impl Actor for SessionActor {
         let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         for uri in &self.record.subscriptions {
             self.manager.subscribe(uri, &self.id); // a rebuilt session keeps them
+        }
+        if self.manager.bus().is_distributed() {
+            // A resumed stream whose serving replica died is failed within
+            // the liveness window plus this period, never left hanging.
+            ctx.run_interval(Duration::from_secs(2), |act, ctx| {
+                for (stream, owner) in act.streams.foreign_owners() {
+                    let bus = act.manager.bus();
+                    let work = async move { bus.is_alive(&owner).await.unwrap_or(true) };
+                    ctx.spawn(actix::fut::wrap_future::<_, Self>(work).map(
+                        move |alive, act, ctx| {
+                            if !alive {
+                                act.streams.fail_foreign(stream, ctx);
+                            }
+                        },
+                    ));
+                }
+            });
         }
         ctx.run_interval(every, move |act, ctx| {
             if act.idle() && act.last_activity.elapsed() >= idle {
@@ -483,7 +558,7 @@ impl Handler<OpenStream> for SessionActor {
         self.last_activity = Instant::now();
         match msg.last_event_id {
             None => {
-                let rx = self.streams.open_get();
+                let rx = self.streams.open_get(ctx);
                 let _ = msg.reply.send(Ok(rx));
                 self.streams.flush(ctx);
             }
@@ -521,6 +596,7 @@ impl Handler<RequestDone> for SessionActor {
         let Some(req) = self.requests.remove(&id) else {
             return;
         };
+        self.disown(&id);
         let response = jsonrpc::outcome_response(&id, &msg.outcome);
         self.streams.request_ended(&req.stream, Some(response));
         self.streams.flush(ctx);
@@ -563,7 +639,16 @@ impl Handler<Ask> for SessionActor {
     fn handle(&mut self, msg: Ask, ctx: &mut Context<Self>) -> Self::Result {
         self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
         self.next_outgoing_id += 1;
-        let id = RequestId::Int(self.next_outgoing_id);
+        let id = if self.manager.bus().is_distributed() {
+            // Names this replica, so an answer landing elsewhere finds its way back.
+            RequestId::Str(format!(
+                "{}-{}",
+                self.manager.bus().replica(),
+                self.next_outgoing_id
+            ))
+        } else {
+            RequestId::Int(self.next_outgoing_id)
+        };
         self.streams
             .send_interim(&msg.stream, jsonrpc::request(&id, msg.method, msg.params));
         self.streams.flush(ctx);
@@ -633,5 +718,125 @@ impl Handler<Changed> for SessionActor {
         let target = self.streams.unsolicited();
         self.streams.send_interim(&target, message);
         self.streams.flush(ctx);
+    }
+}
+
+/// The ownership-hash field of client request `id`.
+fn owner_key(id: &RequestId) -> String {
+    format!("r:{}", serde_json::to_string(id).unwrap_or_default())
+}
+
+/// The replica that asked question `id` (ids are `<replica>-<n>` when
+/// replicas share a store).
+fn asked_by(id: &RequestId) -> Option<&str> {
+    match id {
+        RequestId::Str(s) => s.rsplit_once('-').map(|(r, _)| r),
+        RequestId::Int(_) => None,
+    }
+}
+
+// --- messages from other replicas (through the control bus) ---
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct RemoteCancel {
+    pub id: RequestId,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct RemoteAnswer {
+    pub id: RequestId,
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Reload;
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Wake {
+    pub stream: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct RemoteTail {
+    pub stream: String,
+    pub reader: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct GetMoved {
+    pub to: String,
+}
+
+impl Handler<RemoteCancel> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoteCancel, ctx: &mut Context<Self>) {
+        if self.cancel_local(&msg.id) {
+            self.streams.flush(ctx);
+        }
+    }
+}
+
+impl Handler<RemoteAnswer> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoteAnswer, _ctx: &mut Context<Self>) {
+        if let Some(o) = self.outgoing.remove(&msg.id) {
+            let _ = o.reply.send(msg.outcome);
+        }
+    }
+}
+
+impl Handler<Reload> for SessionActor {
+    type Result = ();
+
+    /// The record changed on another replica: the directory is authoritative.
+    fn handle(&mut self, _: Reload, ctx: &mut Context<Self>) {
+        let (directory, id) = (self.manager.directory(), self.id.clone());
+        let work = async move { directory.get(&id).await };
+        ctx.spawn(actix::fut::wrap_future::<_, Self>(work).map(|res, act, _| {
+            let Ok(Some(bytes)) = res else { return };
+            let Some(fresh) = SessionRecord::from_bytes(&bytes) else {
+                return;
+            };
+            for uri in act.record.subscriptions.difference(&fresh.subscriptions) {
+                act.manager.unsubscribe(uri, &act.id);
+            }
+            for uri in fresh.subscriptions.difference(&act.record.subscriptions) {
+                act.manager.subscribe(uri, &act.id);
+            }
+            act.record.log_level = fresh.log_level;
+            act.record.subscriptions = fresh.subscriptions;
+        }));
+    }
+}
+
+impl Handler<Wake> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Wake, ctx: &mut Context<Self>) {
+        self.streams.pull(Arc::from(msg.stream.as_str()), ctx);
+    }
+}
+
+impl Handler<RemoteTail> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoteTail, _ctx: &mut Context<Self>) {
+        self.streams.add_remote_reader(&msg.stream, msg.reader);
+    }
+}
+
+impl Handler<GetMoved> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: GetMoved, _ctx: &mut Context<Self>) {
+        self.streams.get_moved(msg.to);
     }
 }

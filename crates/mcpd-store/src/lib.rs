@@ -15,11 +15,13 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+pub mod bus;
 pub mod memory;
 pub mod redis;
 
+pub use bus::{BusTarget, ControlBus, LocalBus};
 pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
-pub use redis::{RedisConfig, RedisStore};
+pub use redis::{RedisBus, RedisConfig, RedisStore};
 
 /// One stored event: its sequence number within its stream and the bytes of
 /// the JSON-RPC message it carries.

@@ -26,7 +26,9 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::OnceCell;
 
-use crate::{EventLog, Retention, SessionDirectory, StoreError, StoredEvent};
+use crate::{
+    BusTarget, ControlBus, EventLog, Retention, SessionDirectory, StoreError, StoredEvent,
+};
 
 /// How to reach Redis and what to keep there.
 #[derive(Debug, Clone)]
@@ -84,10 +86,15 @@ enum Conn {
     Cluster(Box<(ClusterClient, OnceCell<ClusterConnection>)>),
 }
 
-/// The Redis event log and session directory (one connection, shared).
+/// The Redis event log, session directory and control bus (one multiplexed
+/// connection for commands, one subscriber connection for the bus).
 pub struct RedisStore {
     conn: Conn,
     cfg: RedisConfig,
+    /// For the subscriber connection (single node, or the first cluster seed:
+    /// PUBLISH reaches every node of a cluster).
+    pubsub_client: redis::Client,
+    replica: String,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -107,10 +114,11 @@ impl RedisStore {
     /// Prepares the connection without contacting Redis (call [`EventLog::check`]
     /// to find out whether it answers). Must run inside a tokio runtime that
     /// lives as long as the store.
-    pub fn new(cfg: RedisConfig) -> Result<Arc<Self>, StoreError> {
+    pub fn new(cfg: RedisConfig, replica: impl Into<String>) -> Result<Arc<Self>, StoreError> {
         if cfg.urls.is_empty() {
             return Err(unavailable("no Redis URL configured"));
         }
+        let pubsub_client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
         let conn = if cfg.cluster {
             let client = ClusterClient::builder(cfg.urls.clone())
                 .connection_timeout(cfg.timeout)
@@ -130,7 +138,12 @@ impl RedisStore {
                 ConnectionManager::new_lazy_with_config(client, config).map_err(unavailable)?,
             )
         };
-        Ok(Arc::new(Self { conn, cfg }))
+        Ok(Arc::new(Self {
+            conn,
+            cfg,
+            pubsub_client,
+            replica: replica.into(),
+        }))
     }
 
     async fn handle(&self) -> Result<Handle, StoreError> {
@@ -327,6 +340,7 @@ impl RedisStore {
         }
         p.cmd("DEL").arg(index).ignore();
         p.cmd("DEL").arg(self.key(session, "s")).ignore();
+        p.cmd("DEL").arg(self.key(session, "own")).ignore();
         self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
             .await
     }
@@ -384,5 +398,187 @@ impl SessionDirectory for RedisStore {
 
     fn is_shared(&self) -> bool {
         true
+    }
+}
+
+// === impl ControlBus for RedisStore ===
+//
+// Channels `<prefix>bus:<replica>` and `<prefix>bus:all`; liveness keys
+// `<prefix>replica:<replica>` (TTL LIVENESS, refreshed every HEARTBEAT);
+// ownership in the hash `<prefix>{<session>}:own`.
+
+const HEARTBEAT: Duration = Duration::from_secs(2);
+const LIVENESS: Duration = Duration::from_secs(6);
+
+impl RedisStore {
+    fn channel(&self, to: BusTarget<'_>) -> String {
+        match to {
+            BusTarget::Replica(r) => format!("{}bus:{r}", self.cfg.prefix),
+            BusTarget::All => format!("{}bus:all", self.cfg.prefix),
+        }
+    }
+
+    fn liveness_key(&self, replica: &str) -> String {
+        format!("{}replica:{replica}", self.cfg.prefix)
+    }
+
+    async fn subscribe_loop(self: Arc<Self>, inbox: tokio::sync::mpsc::Sender<Bytes>) {
+        use futures_util::StreamExt;
+        let channels = [
+            self.channel(BusTarget::Replica(&self.replica)),
+            self.channel(BusTarget::All),
+        ];
+        loop {
+            let conn =
+                tokio::time::timeout(self.cfg.timeout, self.pubsub_client.get_async_pubsub()).await;
+            let mut pubsub = match conn {
+                Ok(Ok(p)) => p,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "control bus: cannot subscribe; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            let mut ok = true;
+            for c in &channels {
+                if let Err(e) = pubsub.subscribe(c).await {
+                    tracing::warn!(error = %e, "control bus: SUBSCRIBE failed; retrying");
+                    ok = false;
+                    break;
+                }
+            }
+            if !ok {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            let mut messages = pubsub.into_on_message();
+            while let Some(msg) = messages.next().await {
+                if inbox
+                    .send(Bytes::copy_from_slice(msg.get_payload_bytes()))
+                    .await
+                    .is_err()
+                {
+                    return; // the process is shutting down
+                }
+            }
+            tracing::warn!("control bus: subscriber connection lost; reconnecting");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn heartbeat_loop(self: Arc<Self>) {
+        let key = self.liveness_key(&self.replica);
+        loop {
+            let k = key.clone();
+            let ttl = millis(LIVENESS);
+            if let Err(e) = self
+                .run(|mut h| async move {
+                    redis::cmd("SET")
+                        .arg(&k)
+                        .arg(1)
+                        .arg("PX")
+                        .arg(ttl)
+                        .query_async::<()>(&mut h)
+                        .await
+                })
+                .await
+            {
+                tracing::warn!(error = %e, "replica heartbeat not written");
+            }
+            tokio::time::sleep(HEARTBEAT).await;
+        }
+    }
+
+    /// Starts the heartbeat and the subscriber (see [`ControlBus::start`]).
+    pub fn start_bus(self: &Arc<Self>, inbox: tokio::sync::mpsc::Sender<Bytes>) {
+        tokio::spawn(self.clone().heartbeat_loop());
+        tokio::spawn(self.clone().subscribe_loop(inbox));
+    }
+}
+
+/// The bus of a [`RedisStore`] (it needs the `Arc` to start its loops).
+pub struct RedisBus(pub Arc<RedisStore>);
+
+#[async_trait]
+impl ControlBus for RedisBus {
+    fn replica(&self) -> &str {
+        &self.0.replica
+    }
+
+    fn is_distributed(&self) -> bool {
+        true
+    }
+
+    fn start(&self, inbox: tokio::sync::mpsc::Sender<Bytes>) {
+        self.0.start_bus(inbox);
+    }
+
+    async fn publish(&self, to: BusTarget<'_>, message: Bytes) -> Result<(), StoreError> {
+        let channel = self.0.channel(to);
+        self.0
+            .run(|mut h| async move {
+                redis::cmd("PUBLISH")
+                    .arg(&channel)
+                    .arg(message.as_ref())
+                    .query_async::<()>(&mut h)
+                    .await
+            })
+            .await
+    }
+
+    async fn is_alive(&self, replica: &str) -> Result<bool, StoreError> {
+        if replica == self.0.replica {
+            return Ok(true);
+        }
+        let key = self.0.liveness_key(replica);
+        self.0
+            .run(|mut h| async move {
+                redis::cmd("EXISTS")
+                    .arg(&key)
+                    .query_async::<bool>(&mut h)
+                    .await
+            })
+            .await
+    }
+
+    async fn set_owner(
+        &self,
+        session: &str,
+        what: &str,
+        replica: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let key = self.0.key(session, "own");
+        let ttl = millis(self.0.cfg.session_ttl);
+        let mut p = redis::pipe();
+        match replica {
+            Some(r) => {
+                p.cmd("HSET").arg(&key).arg(what).arg(r).ignore();
+                p.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
+            }
+            None => {
+                p.cmd("HDEL").arg(&key).arg(what).ignore();
+            }
+        }
+        self.0
+            .run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .await
+    }
+
+    async fn owner(&self, session: &str, what: &str) -> Result<Option<String>, StoreError> {
+        let key = self.0.key(session, "own");
+        let what = what.to_owned();
+        self.0
+            .run(|mut h| async move {
+                redis::cmd("HGET")
+                    .arg(&key)
+                    .arg(&what)
+                    .query_async(&mut h)
+                    .await
+            })
+            .await
     }
 }

@@ -14,7 +14,10 @@ use actix_web::{web, App, HttpServer};
 use mcpd_core::{McpServer, Registry, SessionManager, Stateless, Stats};
 use mcpd_http::AppState;
 use mcpd_protocol::types::Implementation;
-use mcpd_store::{EventLog, MemoryEventLog, MemorySessionDirectory, RedisStore, SessionDirectory};
+use mcpd_store::{
+    ControlBus, EventLog, LocalBus, MemoryEventLog, MemorySessionDirectory, RedisBus, RedisStore,
+    SessionDirectory,
+};
 
 pub mod config;
 pub mod stdio;
@@ -129,20 +132,25 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         config.limits(),
     );
     server.instructions = config.server.instructions.clone();
-    let (log, directory): (Arc<dyn EventLog>, Arc<dyn SessionDirectory>) =
-        match config.store.backend {
-            StoreBackend::Memory => (
-                Arc::new(MemoryEventLog::new(config.retention())),
-                Arc::new(MemorySessionDirectory::default()),
-            ),
-            StoreBackend::Redis => {
-                let store = RedisStore::new(config.redis()).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
-                })?;
-                (store.clone(), store)
-            }
-        };
-    let manager = SessionManager::new(Arc::new(server), log, directory, stats);
+    let replica = mcpd_core::new_replica_id();
+    let (log, directory, bus): (
+        Arc<dyn EventLog>,
+        Arc<dyn SessionDirectory>,
+        Arc<dyn ControlBus>,
+    ) = match config.store.backend {
+        StoreBackend::Memory => (
+            Arc::new(MemoryEventLog::new(config.retention())),
+            Arc::new(MemorySessionDirectory::default()),
+            Arc::new(LocalBus::new(replica)),
+        ),
+        StoreBackend::Redis => {
+            let store = RedisStore::new(config.redis(), replica).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+            })?;
+            (store.clone(), store.clone(), Arc::new(RedisBus(store)))
+        }
+    };
+    let manager = SessionManager::new(Arc::new(server), log, directory, bus, stats);
     manager.start_change_feed();
     let keys = config
         .key_ring()

@@ -8,11 +8,18 @@
 //! waits for the flush before it handles its next message, so events keep
 //! their order and a resumption never races an append.
 //!
+//! When replicas share the store, a stream may be written by one replica and
+//! delivered by another (the GET connection is on replica A, a resource
+//! update happens on B; a client resumes on B a stream A still serves).
+//! Such a stream is *fed*: its connection is written only from the log, in
+//! sequence order, each time the writer wakes the reader over the control
+//! bus. So delivery stays exactly once and in order whoever appended.
+//!
 //! The first stored event of a POST stream is a bookkeeping record (never
-//! sent) naming the requests the stream answers and the process serving
-//! them. A process that resumes a stream it did not serve, and finds
-//! requests without a response, knows their server died: it answers them
-//! with an error instead of leaving the client waiting forever.
+//! sent) naming the requests the stream answers and the replica serving
+//! them. A replica that resumes a stream whose server is dead answers the
+//! requests left without a response with an error, instead of leaving the
+//! client waiting forever.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -21,11 +28,12 @@ use actix::prelude::*;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::error_response;
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion, RequestId};
-use mcpd_store::{EventLog, StoreError};
+use mcpd_store::{BusTarget, ControlBus, EventLog, StoreError, StoredEvent};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::SessionActor;
+use crate::control::Control;
 use crate::dispatch::Limits;
 use crate::stream::{
     event_id, new_stream_id, parse_event_id, StreamItem, StreamReceiver, StreamSender, GET_STREAM,
@@ -55,6 +63,22 @@ struct OpenMeta {
 
 const META_PREFIX: &[u8] = b"{\"$mcpd\"";
 
+/// The id of a session's connection stream (transports with one channel).
+pub const CONNECTION_STREAM: &str = "c";
+
+/// A resumed stream that another replica serves.
+struct Foreign {
+    owner: String,
+    ids: Vec<RequestId>,
+    answered: HashSet<RequestId>,
+}
+
+impl Foreign {
+    fn complete(&self) -> bool {
+        self.ids.iter().all(|id| self.answered.contains(id))
+    }
+}
+
 struct StreamState {
     writer: Option<StreamSender>,
     /// The client requests this stream answers.
@@ -68,6 +92,11 @@ struct StreamState {
     batch: bool,
     /// A connection stream: outlives its requests (old HTTP+SSE, stdio).
     persistent: bool,
+    /// Delivered from the log only; the last sequence number delivered.
+    fed: Option<u64>,
+    foreign: Option<Foreign>,
+    /// Other replicas delivering this stream to a client: woken on appends.
+    readers: HashSet<String>,
 }
 
 impl StreamState {
@@ -80,12 +109,12 @@ impl StreamState {
             open: 0,
             batch: false,
             persistent: false,
+            fed: None,
+            foreign: None,
+            readers: HashSet::new(),
         }
     }
 }
-
-/// The id of a session's connection stream (transports with one channel).
-pub const CONNECTION_STREAM: &str = "c";
 
 enum Out {
     /// Append to the log, then write.
@@ -112,11 +141,12 @@ pub(super) struct Streams {
     session: Arc<str>,
     version: ProtocolVersion,
     log: Arc<dyn EventLog>,
-    /// This process, as named in [`OpenMeta`].
-    instance: Arc<str>,
+    bus: Arc<dyn ControlBus>,
     limits: Limits,
     map: HashMap<Arc<str>, StreamState>,
     outbox: Vec<Out>,
+    /// The replica holding the session's GET connection, when known.
+    get_owner: Option<String>,
 }
 
 impl Streams {
@@ -124,18 +154,29 @@ impl Streams {
         session: Arc<str>,
         version: ProtocolVersion,
         log: Arc<dyn EventLog>,
-        instance: Arc<str>,
+        bus: Arc<dyn ControlBus>,
         limits: Limits,
     ) -> Self {
+        let mut map = HashMap::new();
+        if bus.is_distributed() {
+            // GET-stream events are logged even where no GET is open: the
+            // replica holding the connection delivers them.
+            map.insert(Arc::from(GET_STREAM), StreamState::live(None));
+        }
         Self {
             session,
             version,
             log,
-            instance,
+            bus,
             limits,
-            map: HashMap::new(),
+            map,
             outbox: Vec::new(),
+            get_owner: None,
         }
+    }
+
+    fn me(&self) -> &str {
+        self.bus.replica()
     }
 
     fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
@@ -150,19 +191,12 @@ impl Streams {
     ) -> (Arc<str>, StreamReceiver) {
         let id: Arc<str> = Arc::from(new_stream_id());
         let (tx, rx) = self.channel(0);
-        let open = request_ids.len();
-        self.map.insert(
-            id.clone(),
-            StreamState {
-                writer: Some(tx),
-                request_ids,
-                sse: false,
-                pending: Vec::new(),
-                open,
-                batch,
-                persistent: false,
-            },
-        );
+        let mut st = StreamState::live(Some(tx));
+        st.sse = false;
+        st.open = request_ids.len();
+        st.request_ids = request_ids;
+        st.batch = batch;
+        self.map.insert(id.clone(), st);
         (id, rx)
     }
 
@@ -198,14 +232,19 @@ impl Streams {
 
     /// The standalone GET stream. A new GET takes over from an older one,
     /// whose connection is closed (stale streams behind proxies would
-    /// otherwise lock a client out with 409s).
-    pub fn open_get(&mut self) -> StreamReceiver {
+    /// otherwise lock a client out with 409s), on whatever replica it is.
+    pub fn open_get(&mut self, ctx: &mut Context<SessionActor>) -> StreamReceiver {
         let (tx, rx) = self.channel(0);
         let key: Arc<str> = Arc::from(GET_STREAM);
-        self.map
+        let distributed = self.bus.is_distributed();
+        let st = self
+            .map
             .entry(key.clone())
-            .or_insert_with(|| StreamState::live(None))
-            .writer = Some(tx);
+            .or_insert_with(|| StreamState::live(None));
+        st.writer = Some(tx);
+        if distributed {
+            self.claim_get(ctx, None);
+        }
         if self.version.has_sse_polling() {
             self.outbox.push(Out::Event {
                 stream: key,
@@ -214,6 +253,78 @@ impl Streams {
             });
         }
         rx
+    }
+
+    /// This replica now holds the GET connection: tell the others, and
+    /// deliver the GET stream from the log from `from` on (`None`: from its
+    /// current end, nothing old replayed).
+    fn claim_get(&mut self, ctx: &mut Context<SessionActor>, from: Option<u64>) {
+        let me = self.me().to_owned();
+        self.get_owner = Some(me.clone());
+        let key: Arc<str> = Arc::from(GET_STREAM);
+        match from {
+            Some(seq) => {
+                if let Some(st) = self.map.get_mut(&key) {
+                    st.fed = Some(seq);
+                }
+            }
+            None => {
+                // Start after whatever the stream holds now (the actor waits).
+                let (log, session) = (self.log.clone(), self.session.clone());
+                let work = async move { log.retained(&session, GET_STREAM).await };
+                ctx.wait(
+                    actix::fut::wrap_future::<_, SessionActor>(work).map(|res, act, _| {
+                        let last = res.ok().and_then(|e| e.last().map(|e| e.seq)).unwrap_or(0);
+                        if let Some(st) = act.streams.map.get_mut(GET_STREAM) {
+                            st.fed = Some(last);
+                        }
+                    }),
+                );
+            }
+        }
+        let (bus, session) = (self.bus.clone(), self.session.to_string());
+        actix::spawn(async move {
+            let _ = bus.set_owner(&session, "g", Some(&me)).await;
+            let msg = Control::GetMoved { s: session, to: me };
+            let _ = bus.publish(BusTarget::All, msg.to_bytes()).await;
+        });
+    }
+
+    /// Another replica took the GET connection over.
+    pub fn get_moved(&mut self, to: String) {
+        if to != self.me() {
+            if let Some(st) = self.map.get_mut(GET_STREAM) {
+                st.writer = None;
+                st.fed = None;
+            }
+        }
+        self.get_owner = Some(to);
+    }
+
+    /// A replica delivering `stream` wants to be woken when it grows.
+    pub fn add_remote_reader(&mut self, stream: &str, reader: String) {
+        match self.map.get_mut(stream) {
+            Some(st) => {
+                st.readers.insert(reader);
+            }
+            None => {
+                // Already complete here: let the reader collect the rest now.
+                self.wake(reader, stream.to_owned());
+            }
+        }
+    }
+
+    fn wake(&self, replica: String, stream: String) {
+        let (bus, session) = (self.bus.clone(), self.session.to_string());
+        actix::spawn(async move {
+            let msg = Control::Wake { s: session, stream };
+            if let Err(e) = bus
+                .publish(BusTarget::Replica(&replica), msg.to_bytes())
+                .await
+            {
+                tracing::warn!(error = %e, "wake-up not sent");
+            }
+        });
     }
 
     /// A notification or server → client request on `stream`: the stream
@@ -233,6 +344,7 @@ impl Streams {
     /// (2025-11-25) and any held responses go first. False when the stream
     /// no longer exists.
     fn upgrade(&mut self, stream: &Arc<str>) -> bool {
+        let me = self.me().to_owned();
         let Some(st) = self.map.get_mut(stream) else {
             return false;
         };
@@ -242,7 +354,7 @@ impl Streams {
         st.sse = true;
         let meta = OpenMeta {
             kind: "open".into(),
-            owner: self.instance.to_string(),
+            owner: me,
             ids: st.request_ids.clone(),
         };
         self.outbox.push(Out::Meta {
@@ -329,23 +441,28 @@ impl Streams {
     }
 
     /// Appends everything queued to the event log (one batch), then writes
-    /// it. The actor handles no other message until this is done.
+    /// it; fed streams are pulled from the log instead, and replicas that
+    /// deliver a grown stream are woken. The actor handles no other message
+    /// until this is done.
     pub fn flush(&mut self, ctx: &mut Context<SessionActor>) {
         if self.outbox.is_empty() {
             return;
         }
         let outbox = std::mem::take(&mut self.outbox);
-        let log = self.log.clone();
-        let session = self.session.clone();
+        let mut grown: Vec<Arc<str>> = Vec::new();
         let batch: Vec<(String, Bytes)> = outbox
             .iter()
             .filter_map(|o| match o {
                 Out::Event { stream, data, .. } | Out::Meta { stream, data } => {
+                    if !grown.contains(stream) {
+                        grown.push(stream.clone());
+                    }
                     Some((stream.to_string(), data.clone()))
                 }
                 _ => None,
             })
             .collect();
+        let (log, session) = (self.log.clone(), self.session.clone());
         let work = async move {
             let seqs = if batch.is_empty() {
                 Ok(Vec::new())
@@ -387,9 +504,54 @@ impl Streams {
             ready
         };
         ctx.wait(
-            actix::fut::wrap_future::<_, SessionActor>(work)
-                .map(|ready, act, _| act.streams.deliver(ready)),
+            actix::fut::wrap_future::<_, SessionActor>(work).map(move |ready, act, ctx| {
+                act.streams.deliver(ready);
+                act.streams.after_append(grown, ctx);
+            }),
         );
+    }
+
+    /// Who must hear that `grown` streams have new events.
+    fn after_append(&mut self, grown: Vec<Arc<str>>, ctx: &mut Context<SessionActor>) {
+        if !self.bus.is_distributed() {
+            return;
+        }
+        let me = self.me().to_owned();
+        for stream in grown {
+            let Some(st) = self.map.get(&stream) else {
+                continue;
+            };
+            let fed = st.fed.is_some();
+            let readers: Vec<String> = st.readers.iter().cloned().collect();
+            for r in readers {
+                self.wake(r, stream.to_string());
+            }
+            if &*stream == GET_STREAM {
+                match self.get_owner.clone() {
+                    Some(o) if o == me => {}
+                    Some(o) => self.wake(o, stream.to_string()),
+                    None => {
+                        // Not known here yet (a rebuilt copy): ask the store.
+                        let (bus, session) = (self.bus.clone(), self.session.to_string());
+                        actix::spawn(async move {
+                            if let Ok(Some(o)) = bus.owner(&session, "g").await {
+                                if o != bus.replica() {
+                                    let msg = Control::Wake {
+                                        s: session,
+                                        stream: GET_STREAM.into(),
+                                    };
+                                    let _ =
+                                        bus.publish(BusTarget::Replica(&o), msg.to_bytes()).await;
+                                }
+                            }
+                        });
+                    }
+                }
+            }
+            if fed {
+                self.pull(stream, ctx);
+            }
+        }
     }
 
     fn deliver(&mut self, ready: Vec<Ready>) {
@@ -399,15 +561,10 @@ impl Streams {
                     let Some(st) = self.map.get_mut(&stream) else {
                         continue;
                     };
-                    let Some(w) = &st.writer else { continue };
-                    match w.try_send(item) {
-                        Ok(()) => {}
-                        Err(mpsc::error::TrySendError::Full(_)) => {
-                            tracing::warn!(session = %self.session, stream = %stream, "slow client: disconnected; it can resume from the event log");
-                            st.writer = None;
-                        }
-                        Err(mpsc::error::TrySendError::Closed(_)) => st.writer = None,
+                    if st.fed.is_some() {
+                        continue; // written from the log, in order, by `pull`
                     }
+                    Self::write(&self.session, &stream, st, item);
                 }
                 Ready::Release { stream } => {
                     if let Some(w) = self.map.get_mut(&stream).and_then(|st| st.writer.take()) {
@@ -421,10 +578,111 @@ impl Streams {
         }
     }
 
+    fn write(session: &str, stream: &str, st: &mut StreamState, item: StreamItem) {
+        let Some(w) = &st.writer else { return };
+        match w.try_send(item) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(
+                    session,
+                    stream,
+                    "slow client: disconnected; it can resume from the event log"
+                );
+                st.writer = None;
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => st.writer = None,
+        }
+    }
+
+    /// Delivers a fed stream's new events from the log, in order.
+    pub fn pull(&mut self, stream: Arc<str>, ctx: &mut Context<SessionActor>) {
+        if self.map.get(&stream).and_then(|st| st.fed).is_none() {
+            return;
+        }
+        let (log, session, key) = (self.log.clone(), self.session.clone(), stream.clone());
+        let work = async move { log.retained(&session, &key).await };
+        ctx.wait(actix::fut::wrap_future::<_, SessionActor>(work).map(move |res, act, _| match res {
+            Ok(events) => act.streams.deliver_from_log(&stream, events),
+            Err(e) => tracing::warn!(stream = %stream, error = %e, "could not read a stream to deliver it"),
+        }));
+    }
+
+    fn deliver_from_log(&mut self, stream: &Arc<str>, events: Vec<StoredEvent>) {
+        let session = self.session.clone();
+        let Some(st) = self.map.get_mut(stream) else {
+            return;
+        };
+        let Some(mut after) = st.fed else { return };
+        let start = after;
+        for e in events.into_iter().filter(|e| e.seq > start) {
+            after = e.seq;
+            if e.data.starts_with(META_PREFIX) {
+                continue;
+            }
+            if let (Some(f), Some(id)) = (st.foreign.as_mut(), response_id(&e.data)) {
+                f.answered.insert(id);
+            }
+            let item = StreamItem::Event {
+                id: event_id(stream, e.seq),
+                data: e.data,
+                retry_ms: None,
+            };
+            Self::write(&session, stream, st, item);
+        }
+        st.fed = Some(after);
+        if st.foreign.as_ref().is_some_and(Foreign::complete) {
+            self.map.remove(stream); // every request answered: the stream ends
+        }
+    }
+
+    /// Resumed streams another replica serves, with that replica.
+    pub fn foreign_owners(&self) -> Vec<(Arc<str>, String)> {
+        self.map
+            .iter()
+            .filter_map(|(k, st)| st.foreign.as_ref().map(|f| (k.clone(), f.owner.clone())))
+            .collect()
+    }
+
+    /// The replica serving a resumed stream died: answer what it left
+    /// unanswered with an error, after delivering everything it logged.
+    pub fn fail_foreign(&mut self, stream: Arc<str>, ctx: &mut Context<SessionActor>) {
+        let (log, session, key) = (self.log.clone(), self.session.clone(), stream.clone());
+        let work = async move { log.retained(&session, &key).await };
+        ctx.wait(
+            actix::fut::wrap_future::<_, SessionActor>(work).map(move |res, act, ctx| {
+                if let Ok(events) = res {
+                    act.streams.deliver_from_log(&stream, events);
+                }
+                let Some(f) = act
+                    .streams
+                    .map
+                    .get(&stream)
+                    .and_then(|st| st.foreign.as_ref())
+                else {
+                    return;
+                };
+                let orphans: Vec<RequestId> = f
+                    .ids
+                    .iter()
+                    .filter(|id| !f.answered.contains(id))
+                    .cloned()
+                    .collect();
+                for id in orphans {
+                    act.streams.outbox.push(Out::Event {
+                        stream: stream.clone(),
+                        data: lost(&id),
+                        retry_ms: None,
+                    });
+                }
+                act.streams.flush(ctx);
+            }),
+        );
+    }
+
     /// Resumes the stream named by `last_event_id`: replays what came after
-    /// it, then carries on live if the stream is still open here. A stream
-    /// another process served and that still misses responses gets an error
-    /// for each of them (its server is gone).
+    /// it, then carries on live (here, or fed from the replica that serves
+    /// it). A stream whose server is gone gets an error for each request it
+    /// left unanswered.
     pub fn resume(
         &mut self,
         last_event_id: String,
@@ -436,70 +694,146 @@ impl Streams {
             return;
         };
         let stream: Arc<str> = Arc::from(stream);
-        let (log, session, key) = (self.log.clone(), self.session.clone(), stream.clone());
+        let (log, bus, session, key) = (
+            self.log.clone(),
+            self.bus.clone(),
+            self.session.clone(),
+            stream.clone(),
+        );
+        let local = self.map.contains_key(&stream);
         // Read from the start: the bookkeeping record is the first event.
-        let work = async move { log.retained(&session, &key).await };
-        ctx.wait(actix::fut::wrap_future::<_, SessionActor>(work).map(move |res, act, ctx| {
-            let streams = &mut act.streams;
-            let events = match res {
-                Ok(events) => events,
-                Err(e) => {
-                    let err = match e {
-                        StoreError::UnknownStream => ResumeError::Unknown(last_event_id),
-                        StoreError::Ahead { .. } => ResumeError::Unknown(last_event_id),
-                        StoreError::Expired { .. } => ResumeError::Expired(last_event_id),
-                        StoreError::Unavailable(m) => ResumeError::Unavailable(m),
-                    };
-                    let _ = reply.send(Err(err));
+        let work = async move {
+            let events = log.retained(&session, &key).await?;
+            let meta = events
+                .iter()
+                .find(|e| e.data.starts_with(META_PREFIX))
+                .and_then(|e| serde_json::from_slice::<OpenMeta>(&e.data).ok());
+            let alive = match &meta {
+                Some(m) if !local && m.owner != bus.replica() => {
+                    bus.is_alive(&m.owner).await.unwrap_or(false)
+                }
+                _ => false,
+            };
+            Ok::<_, StoreError>((events, meta, alive))
+        };
+        ctx.wait(
+            actix::fut::wrap_future::<_, SessionActor>(work).map(move |res, act, ctx| {
+                let (events, meta, owner_alive) = match res {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let err = match e {
+                            StoreError::UnknownStream | StoreError::Ahead { .. } => {
+                                ResumeError::Unknown(last_event_id)
+                            }
+                            StoreError::Expired { .. } => ResumeError::Expired(last_event_id),
+                            StoreError::Unavailable(m) => ResumeError::Unavailable(m),
+                        };
+                        let _ = reply.send(Err(err));
+                        return;
+                    }
+                };
+                let last = events.last().map_or(0, |e| e.seq);
+                if seq > last {
+                    let _ = reply.send(Err(ResumeError::Unknown(last_event_id)));
                     return;
                 }
-            };
-            let last = events.last().map_or(0, |e| e.seq);
-            if seq > last {
-                let _ = reply.send(Err(ResumeError::Unknown(last_event_id)));
-                return;
-            }
-            if events.first().is_some_and(|e| e.seq > seq + 1) {
-                let _ = reply.send(Err(ResumeError::Expired(last_event_id)));
-                return;
-            }
-            let (tx, rx) = streams.channel(events.len());
-            let mut meta: Option<OpenMeta> = None;
-            let mut answered = HashSet::new();
-            for e in events {
-                if e.data.starts_with(META_PREFIX) {
-                    meta = serde_json::from_slice(&e.data).ok();
-                    continue;
+                if events.first().is_some_and(|e| e.seq > seq + 1) {
+                    let _ = reply.send(Err(ResumeError::Expired(last_event_id)));
+                    return;
                 }
-                if let Some(id) = response_id(&e.data) {
-                    answered.insert(id);
-                }
-                if e.seq > seq && !e.data.is_empty() {
-                    let _ = tx.try_send(StreamItem::Event { id: event_id(&stream, e.seq), data: e.data, retry_ms: None });
-                }
-            }
-            if let Some(st) = streams.map.get_mut(&stream) {
-                st.writer = Some(tx); // still open here: go on live (an older connection is closed)
-            } else if &*stream == GET_STREAM {
-                streams.map.insert(stream.clone(), StreamState::live(Some(tx))); // a rebuilt session's GET stream
-            } else if let Some(meta) = meta.filter(|m| *m.owner != *streams.instance) {
-                let orphans: Vec<RequestId> = meta.ids.into_iter().filter(|id| !answered.contains(id)).collect();
-                if !orphans.is_empty() {
-                    streams.map.insert(stream.clone(), StreamState::live(Some(tx)));
-                    for id in orphans {
-                        let e = ErrorObject::new(
-                            ErrorCode::INTERNAL_ERROR,
-                            "The server process running this request stopped before it finished; its result is lost. Retry the request.",
-                        );
-                        streams.outbox.push(Out::Event { stream: stream.clone(), data: to_bytes(&error_response(Some(&id), &e)), retry_ms: None });
+                let streams = &mut act.streams;
+                let (tx, rx) = streams.channel(events.len());
+                let mut answered = HashSet::new();
+                for e in events {
+                    if e.data.starts_with(META_PREFIX) {
+                        continue;
                     }
-                    streams.outbox.push(Out::Close { stream: stream.clone() });
-                    streams.flush(ctx);
+                    if let Some(id) = response_id(&e.data) {
+                        answered.insert(id);
+                    }
+                    if e.seq > seq && !e.data.is_empty() {
+                        let _ = tx.try_send(StreamItem::Event {
+                            id: event_id(&stream, e.seq),
+                            data: e.data,
+                            retry_ms: None,
+                        });
+                    }
                 }
-            }
-            let _ = reply.send(Ok(rx));
-        }));
+                let distributed = streams.bus.is_distributed();
+                if &*stream == GET_STREAM {
+                    streams
+                        .map
+                        .entry(stream.clone())
+                        .or_insert_with(|| StreamState::live(None))
+                        .writer = Some(tx);
+                    if distributed {
+                        streams.claim_get(ctx, Some(last));
+                    }
+                } else if let Some(st) = streams.map.get_mut(&stream) {
+                    st.writer = Some(tx); // still open here: go on live (an older connection is closed)
+                } else if let Some(meta) = meta.filter(|m| m.owner != streams.me()) {
+                    let foreign = Foreign {
+                        owner: meta.owner.clone(),
+                        ids: meta.ids,
+                        answered,
+                    };
+                    let complete = foreign.complete();
+                    if complete {
+                        // Finished before it was resumed: the replay is all of it.
+                    } else if owner_alive {
+                        // Still running on its replica: follow it from the log.
+                        let mut st = StreamState::live(Some(tx));
+                        st.fed = Some(last);
+                        st.foreign = Some(foreign);
+                        streams.map.insert(stream.clone(), st);
+                        let msg = Control::Tail {
+                            s: streams.session.to_string(),
+                            stream: stream.to_string(),
+                            reader: streams.me().to_owned(),
+                        };
+                        let (bus, owner) = (streams.bus.clone(), meta.owner);
+                        actix::spawn(async move {
+                            let _ = bus
+                                .publish(BusTarget::Replica(&owner), msg.to_bytes())
+                                .await;
+                        });
+                        // Catch what was appended before the owner heard of us.
+                        streams.pull(stream.clone(), ctx);
+                    } else {
+                        // Its server is gone: answer what it left unanswered.
+                        let mut st = StreamState::live(Some(tx));
+                        for id in foreign
+                            .ids
+                            .iter()
+                            .filter(|id| !foreign.answered.contains(id))
+                        {
+                            streams.outbox.push(Out::Event {
+                                stream: stream.clone(),
+                                data: lost(id),
+                                retry_ms: None,
+                            });
+                        }
+                        st.open = 0;
+                        streams.map.insert(stream.clone(), st);
+                        streams.outbox.push(Out::Close {
+                            stream: stream.clone(),
+                        });
+                        streams.flush(ctx);
+                    }
+                }
+                let _ = reply.send(Ok(rx));
+            }),
+        );
     }
+}
+
+/// The error that answers a request whose server process died.
+fn lost(id: &RequestId) -> Bytes {
+    let e = ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        "The server process running this request stopped before it finished; its result is lost. Retry the request.",
+    );
+    to_bytes(&error_response(Some(id), &e))
 }
 
 /// The id of a JSON-RPC response (`result` or `error`) in `data`.
