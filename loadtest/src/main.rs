@@ -23,8 +23,10 @@ use serde_json::{json, Value};
 )]
 struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp (loopback only).
-    #[arg(long)]
-    url: String,
+    /// Repeat it to spread every session's requests over several replicas
+    /// in turn (round robin, no affinity).
+    #[arg(long, required = true)]
+    url: Vec<String>,
     /// Scenario: calls.
     #[arg(long, default_value = "calls")]
     scenario: String,
@@ -45,9 +47,10 @@ struct Args {
     /// Send a progress token (servers that report progress answer with SSE).
     #[arg(long)]
     progress: bool,
-    /// The server's pid, for CPU-seconds and RSS from /proc.
+    /// The server's pid, for CPU-seconds and RSS from /proc; repeat it for
+    /// several replicas (their CPU and RSS are summed).
     #[arg(long)]
-    pid: Option<u32>,
+    pid: Vec<u32>,
     /// A label for the JSON line.
     #[arg(long, default_value = "")]
     label: String,
@@ -69,6 +72,7 @@ fn proc_cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 fn proc_rss_kib(pid: u32) -> Option<u64> {
+    // VmRSS in KiB
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -78,12 +82,14 @@ fn proc_rss_kib(pid: u32) -> Option<u64> {
 
 struct Session {
     http: reqwest::Client,
-    url: String,
+    urls: Vec<String>,
+    next: AtomicU64,
     id: String,
     version: String,
 }
 
-async fn open_session(http: &reqwest::Client, url: &str) -> anyhow::Result<Session> {
+async fn open_session(http: &reqwest::Client, urls: &[String]) -> anyhow::Result<Session> {
+    let url = urls[0].as_str();
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpd-loadtest","version":"1"}}});
     let r = http
@@ -107,7 +113,8 @@ async fn open_session(http: &reqwest::Client, url: &str) -> anyhow::Result<Sessi
     let id = id.context("no Mcp-Session-Id on initialize")?;
     let s = Session {
         http: http.clone(),
-        url: url.to_owned(),
+        urls: urls.to_vec(),
+        next: AtomicU64::new(1),
         id,
         version,
     };
@@ -118,9 +125,11 @@ async fn open_session(http: &reqwest::Client, url: &str) -> anyhow::Result<Sessi
 
 impl Session {
     async fn post(&self, body: &Value) -> anyhow::Result<reqwest::Response> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+        let url = &self.urls[n % self.urls.len()];
         Ok(self
             .http
-            .post(&self.url)
+            .post(url)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
             .header("mcp-session-id", &self.id)
@@ -175,6 +184,14 @@ impl Session {
     }
 }
 
+/// `f` summed over `pids`; `None` when there are none or one cannot be read.
+fn total(pids: &[u32], f: impl Fn(u32) -> Option<f64>) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|p| f(*p)).sum()
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -186,12 +203,14 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let host = reqwest::Url::parse(&a.url)?
-        .host_str()
-        .unwrap_or_default()
-        .to_owned();
-    if !matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]" | "::1") {
-        bail!("refusing to load {host}: mcpd-loadtest only targets loopback");
+    for url in &a.url {
+        let host = reqwest::Url::parse(url)?
+            .host_str()
+            .unwrap_or_default()
+            .to_owned();
+        if !matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]" | "::1") {
+            bail!("refusing to load {host}: mcpd-loadtest only targets loopback");
+        }
     }
     if a.scenario != "calls" {
         bail!("unknown scenario {:?} (available: calls)", a.scenario);
@@ -212,10 +231,10 @@ async fn main() -> anyhow::Result<()> {
     let end = measure_from + Duration::from_secs(a.duration);
     let cpu_before = Arc::new(std::sync::Mutex::new(None));
     {
-        let (cpu_before, pid) = (cpu_before.clone(), a.pid);
+        let (cpu_before, pids) = (cpu_before.clone(), a.pid.clone());
         tokio::spawn(async move {
             tokio::time::sleep_until(measure_from.into()).await;
-            *cpu_before.lock().unwrap() = pid.and_then(proc_cpu_seconds);
+            *cpu_before.lock().unwrap() = total(&pids, proc_cpu_seconds);
         });
     }
     let mut workers = Vec::new();
@@ -269,10 +288,7 @@ async fn main() -> anyhow::Result<()> {
         .as_secs_f64()
         .min(a.duration as f64)
         .max(0.001);
-    let cpu = match (
-        a.pid.and_then(proc_cpu_seconds),
-        *cpu_before.lock().unwrap(),
-    ) {
+    let cpu = match (total(&a.pid, proc_cpu_seconds), *cpu_before.lock().unwrap()) {
         (Some(after), Some(before)) => Some(after - before),
         _ => None,
     };
@@ -287,7 +303,7 @@ async fn main() -> anyhow::Result<()> {
         percentile(&lat, 0.999),
     );
     let max = lat.last().copied().unwrap_or(0) as f64 / 1000.0;
-    let rss = a.pid.and_then(proc_rss_kib);
+    let rss = total(&a.pid, |p| proc_rss_kib(p).map(|k| k as f64)).map(|k| k as u64);
     println!(
         "scenario   calls ({} sessions x {} workers, {} s, tool {}{})",
         a.sessions,
