@@ -79,6 +79,32 @@ export function tapTransport(transport, sent, received) {
     };
 }
 
+// Wire taps installed *before* connect, so the handshake is seen too (for @modelcontextprotocol/sdk
+// 1.x, whose Protocol.connect() replaces onmessage): send is wrapped, and onmessage becomes an
+// accessor. It reads as undefined until the SDK installs its handler (so Protocol.connect() chains
+// nothing), then as a tap that records each message and calls that handler. Used by the
+// seed-transport clients (client-sse.mjs, client-stdio.mjs).
+export function tapTransportEarly(transport, sent, received) {
+    const origSend = transport.send.bind(transport);
+    transport.send = (msg, opts) => {
+        sent.push(msg);
+        return origSend(msg, opts);
+    };
+    let handler;
+    const tapped = (msg, extra) => {
+        received.push({ at: Date.now(), msg });
+        return handler?.(msg, extra);
+    };
+    Object.defineProperty(transport, 'onmessage', {
+        configurable: true,
+        enumerable: true,
+        get: () => (handler ? tapped : undefined),
+        set: fn => {
+            handler = fn === tapped ? handler : fn;
+        }
+    });
+}
+
 // Polls server_stats until in_flight_requests == 1 (only the stats call itself) or the deadline.
 export async function waitInFlightOne(serverStats, ms = 3000) {
     let stats;

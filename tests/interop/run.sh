@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Interop tests: the official TypeScript and Python MCP SDK clients against a
-# running mcpd, in both protocol eras (2026-07-28 stateless, 2025-11-25 session).
+# running mcpd, in both protocol eras (2026-07-28 stateless, 2025-11-25 session),
+# and over the two seed transports (2024-11-05 HTTP+SSE, stdio).
 #
-#   tests/interop/run.sh http://127.0.0.1:PORT/mcp
+#   [MCPD_BIN=/path/to/mcpd] tests/interop/run.sh http://127.0.0.1:PORT/mcp
 #
+# The HTTP+SSE client uses the same server: URL with its trailing /mcp replaced
+# by /sse. The stdio clients launch their own `$MCPD_BIN --stdio` (default:
+# target/debug/mcpd under the repository root).
 # Installs the pinned SDKs (package-lock.json, requirements.txt) into a cache
 # directory, ${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}, skipping the install
 # when the cache already holds the same pins; then runs, one after another (the
@@ -14,6 +18,10 @@
 #   ts2:legacy: client2026.mjs legacy   @modelcontextprotocol/client 2.x, versionNegotiation legacy
 #   py2026:     client.py modern        PyPI mcp 2.x, mode="auto" (discover -> 2026-07-28)
 #   py:legacy:  client.py legacy        PyPI mcp 2.x, mode="legacy"
+#   sse:        client-sse.mjs          @modelcontextprotocol/sdk 1.x SSEClientTransport, GET /sse
+#   stdio-ts:   client-stdio.mjs sdk    @modelcontextprotocol/sdk 1.x StdioClientTransport, mcpd --stdio
+#   stdio-raw:  client-stdio.mjs raw    plain child process: stdout hygiene, parse errors, EOF, SIGTERM
+#   stdio-py:   client_stdio.py         PyPI mcp 2.x stdio_client, mode="legacy" (+ auto fallback)
 # Prints one line per check ("PASS name" / "FAIL name: reason") and finally
 # "interop: N passed, M failed". Exit status 0 only when M == 0.
 #
@@ -27,6 +35,12 @@ if [ $# -ne 1 ] || [ -z "$1" ]; then
 fi
 URL="$1"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+MCPD_BIN="${MCPD_BIN:-$REPO/target/debug/mcpd}"
+case "$MCPD_BIN" in
+    /*) ;;
+    *) MCPD_BIN="$(pwd)/$MCPD_BIN" ;; # the clients run from the cache directory
+esac
 CACHE="${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}"
 CLIENT_TIMEOUT="${MCPD_INTEROP_CLIENT_TIMEOUT:-120}"
 mkdir -p "$CACHE"
@@ -136,16 +150,36 @@ if install_node >"$LOG_DIR/install-node.log" 2>&1; then
     run_client "ts:" "$LOG_DIR/ts.out" bash -c 'cd "$1" && exec node client.mjs "$2"' _ "$CACHE/node" "$URL"
     run_client "ts2026:" "$LOG_DIR/ts2026.out" bash -c 'cd "$1" && exec node client2026.mjs "$2" modern' _ "$CACHE/node" "$URL"
     run_client "ts2:legacy:" "$LOG_DIR/ts2-legacy.out" bash -c 'cd "$1" && exec node client2026.mjs "$2" legacy' _ "$CACHE/node" "$URL"
+    NODE_OK=1
 else
     record "FAIL ts:install: npm ci failed: $(tail -c 300 "$LOG_DIR/install-node.log" | tr '\n' ' ')"
+    NODE_OK=0
 fi
 
 # Python SDK client, both eras
 if install_python >"$LOG_DIR/install-python.log" 2>&1; then
     run_client "py2026:" "$LOG_DIR/py2026.out" "$CACHE/venv/bin/python" "$HERE/client.py" "$URL" modern
     run_client "py:legacy:" "$LOG_DIR/py-legacy.out" "$CACHE/venv/bin/python" "$HERE/client.py" "$URL" legacy
+    PY_OK=1
 else
     record "FAIL py:install: venv/pip install failed: $(tail -c 300 "$LOG_DIR/install-python.log" | tr '\n' ' ')"
+    PY_OK=0
+fi
+
+# The seed transports: 2024-11-05 HTTP+SSE on the same server, stdio in child processes.
+if [ "$NODE_OK" -eq 1 ]; then
+    run_client "sse:" "$LOG_DIR/sse.out" bash -c 'cd "$1" && exec node client-sse.mjs "$2"' _ "$CACHE/node" "$URL"
+fi
+if [ ! -x "$MCPD_BIN" ]; then
+    record "FAIL stdio: no executable mcpd at $MCPD_BIN (set MCPD_BIN)"
+else
+    if [ "$NODE_OK" -eq 1 ]; then
+        run_client "stdio-ts:" "$LOG_DIR/stdio-ts.out" bash -c 'cd "$1" && exec node client-stdio.mjs "$2" sdk' _ "$CACHE/node" "$MCPD_BIN"
+        run_client "stdio-raw:" "$LOG_DIR/stdio-raw.out" bash -c 'cd "$1" && exec node client-stdio.mjs "$2" raw' _ "$CACHE/node" "$MCPD_BIN"
+    fi
+    if [ "$PY_OK" -eq 1 ]; then
+        run_client "stdio-py:" "$LOG_DIR/stdio-py.out" "$CACHE/venv/bin/python" "$HERE/client_stdio.py" "$MCPD_BIN"
+    fi
 fi
 
 echo "interop: $PASSED passed, $FAILED failed"

@@ -12,6 +12,10 @@
 //   callTool(params, options)  adapter: v1 is callTool(params, schema, options), v2 callTool(params, options)
 //   sent, received the wire taps (arrays filled by common.tapTransport)
 //   elicitations, samplings, resourceUpdates  filled by the client's handlers
+// Optional, for the seed transports (client-sse.mjs: HTTP+SSE 2024-11-05; client-stdio.mjs):
+//   noSessionId    true: the transport has no Mcp-Session-Id (do not require one)
+//   protocolVersion()  the negotiated version when the transport does not expose it
+//   skipDelete     true: no delete_session check (those clients check their own way of ending)
 
 import {
     HANDSHAKE_VERSIONS,
@@ -24,6 +28,7 @@ import {
     waitInFlightOne
 } from './common.mjs';
 
+// Returns whether initialize succeeded.
 export async function runSessionFlows(ctx) {
     const { rep, url, client, transport, callTool, sent, received, elicitations, samplings, resourceUpdates } = ctx;
     const serverStats = async () => parseStats(await callTool({ name: 'server_stats', arguments: {} }));
@@ -34,9 +39,9 @@ export async function runSessionFlows(ctx) {
         connected = true;
         const info = client.getServerVersion();
         assert(info && typeof info.name === 'string' && info.name.length > 0, `no server name: ${JSON.stringify(info)}`);
-        const pv = transport.protocolVersion;
+        const pv = ctx.protocolVersion ? ctx.protocolVersion() : transport.protocolVersion;
         assert(HANDSHAKE_VERSIONS.includes(pv), `protocol version ${pv} not one of ${HANDSHAKE_VERSIONS.join('/')}`);
-        assert(transport.sessionId, 'server gave no Mcp-Session-Id');
+        if (!ctx.noSessionId) assert(transport.sessionId, 'server gave no Mcp-Session-Id');
         const caps = client.getServerCapabilities() ?? {};
         const missing = ['tools', 'resources', 'prompts', 'logging', 'completions'].filter(c => !caps[c]);
         assert(missing.length === 0, `server capabilities lack ${missing.join(', ')}: ${JSON.stringify(caps)}`);
@@ -76,6 +81,7 @@ export async function runSessionFlows(ctx) {
 
     await connectedCheck('countdown_progress', async () => {
         const progress = [];
+        const sentBefore = sent.length;
         const r = await callTool(
             { name: 'countdown', arguments: { steps: 3, interval_ms: 50 } },
             { onprogress: p => progress.push(p) }
@@ -83,6 +89,34 @@ export async function runSessionFlows(ctx) {
         assert(!r.isError, `isError result: ${JSON.stringify(r)}`);
         const text = firstText(r);
         assert(text === 'done', `result text ${JSON.stringify(text)}, want "done"`);
+        if (ctx.progressFromWire) {
+            // Transports that hand the SDK several messages in one synchronous batch (the
+            // `eventsource` package behind SSEClientTransport, StdioClientTransport's line
+            // buffer) lose the SDK 1.x race between a progress notification (handled in a
+            // microtask) and the response right behind it (handled at once, which drops the
+            // progress handler): typescript-sdk#2580. So the server's side is checked on the
+            // wire: 3 progress notifications for the request's token, in order, all before the
+            // response; what reached onprogress is reported.
+            await sleep(100); // let a trailing notification reach the tap
+            const req = sent.slice(sentBefore).find(m => m.method === 'tools/call' && m.params?.name === 'countdown');
+            assert(req, 'did not see the countdown request go out');
+            const token = req.params?._meta?.progressToken;
+            assert(token !== undefined, `the SDK sent no progressToken: ${JSON.stringify(req.params)}`);
+            const resAt = received.findIndex(x => x.msg.id === req.id && ('result' in x.msg || 'error' in x.msg));
+            const wire = received
+                .map((x, i) => ({ i, msg: x.msg }))
+                .filter(x => x.msg.method === 'notifications/progress' && x.msg.params?.progressToken === token);
+            assert(wire.length === 3, `${wire.length} progress notifications for token ${token} on the wire, want 3`);
+            assert(wire.every(x => x.i < resAt), `a progress notification came after the response: ${JSON.stringify(wire.map(x => x.i))} vs response at ${resAt}`);
+            const ps = wire.map(x => x.msg.params);
+            for (let i = 1; i < ps.length; i++) {
+                assert(ps[i].progress > ps[i - 1].progress, `progress not increasing: ${JSON.stringify(ps)}`);
+            }
+            assert(ps.every(p => p.total === 3), `progress total is not 3: ${JSON.stringify(ps)}`);
+            const lost = ps.length - progress.length;
+            const note = lost > 0 ? `; onprogress got ${progress.length} (SDK 1.x dropped ${lost} arriving with the response, typescript-sdk#2580)` : '; onprogress got all 3';
+            return `wire progress ${ps.map(p => p.progress).join(',')} before the response${note}`;
+        }
         assert(progress.length === 3, `got ${progress.length} progress notifications, want 3: ${JSON.stringify(progress)}`);
         for (let i = 1; i < progress.length; i++) {
             assert(progress[i].progress > progress[i - 1].progress, `progress not increasing: ${JSON.stringify(progress)}`);
@@ -181,6 +215,8 @@ export async function runSessionFlows(ctx) {
         return `values ${JSON.stringify(r.completion.values).slice(0, 100)}`;
     });
 
+    if (ctx.skipDelete) return connected;
+
     await connectedCheck('delete_session', async () => {
         const sid = transport.sessionId;
         const pv = transport.protocolVersion;
@@ -209,4 +245,5 @@ export async function runSessionFlows(ctx) {
         assert(res.status === 404, `request with the deleted session id got HTTP ${res.status}, want 404`);
         return 'DELETE ok, then 404';
     });
+    return connected;
 }

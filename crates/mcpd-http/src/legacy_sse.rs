@@ -81,20 +81,26 @@ pub async fn connect(
             let _ = manager.terminate(s.id()).await;
         }
     });
-    Ok(crate::sse::sse_bytes_response(rx, state.config.keep_alive))
+    // A peer that went away is only noticed when writes fail (the second one
+    // after its FIN), and closing this stream must end the session promptly:
+    // keep-alives every 2 s at most.
+    let keep_alive = state
+        .config
+        .keep_alive
+        .min(std::time::Duration::from_secs(2));
+    Ok(crate::sse::sse_bytes_response(rx, keep_alive))
 }
 
 fn connection_of(req: &HttpRequest, state: &AppState) -> Result<Arc<Connection>, HttpError> {
-    let id = web::Query::<std::collections::HashMap<String, String>>::from_query(
-        req.query_string(),
-    )
-    .ok()
-    .and_then(|q| q.get("sessionId").cloned())
-    .ok_or_else(|| {
-        HttpError::BadRequest(
+    let id =
+        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+            .ok()
+            .and_then(|q| q.get("sessionId").cloned())
+            .ok_or_else(|| {
+                HttpError::BadRequest(
             "the sessionId query parameter is required (use the endpoint URL from GET /sse)".into(),
         )
-    })?;
+            })?;
     state.legacy.map.get(&id).map(|c| c.clone()).ok_or_else(|| {
         HttpError::Rpc {
             status: actix_web::http::StatusCode::NOT_FOUND,

@@ -262,6 +262,10 @@ pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Res
             ));
         }
         stdio::serve(core.manager, config.http.max_body_bytes).await?;
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    })?;
+    // A read from stdin may still be parked on a blocking thread that cannot
+    // be cancelled (after SIGTERM with stdin open); everything is written and
+    // flushed by now, so leave without waiting for it.
+    std::process::exit(0)
 }

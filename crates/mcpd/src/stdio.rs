@@ -29,11 +29,13 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
     let mut stdin = BufReader::new(tokio::io::stdin());
     let mut session: Option<SessionHandle> = None;
     let mut line = Vec::new();
+    // One listener for the whole run: a signal between two reads is not lost.
+    let mut signal = std::pin::pin!(crate::shutdown_signal());
     loop {
         line.clear();
         let read = tokio::select! {
             r = read_line(&mut stdin, &mut line, max_line) => r?,
-            why = crate::shutdown_signal() => {
+            why = &mut signal => {
                 tracing::info!("{why}: stdio session ends");
                 break;
             }
@@ -125,7 +127,12 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
         let _ = manager.terminate(s.id()).await;
     }
     drop(out);
-    writer.await.map_err(std::io::Error::other)??;
+    // Let queued lines drain (each is flushed as it is written), but do not
+    // wait on the session's forwarder for ever.
+    match tokio::time::timeout(std::time::Duration::from_secs(2), writer).await {
+        Ok(r) => r.map_err(std::io::Error::other)??,
+        Err(_) => tracing::debug!("stdio: output writer still busy at exit"),
+    }
     Ok(())
 }
 

@@ -8,18 +8,29 @@
 //!
 //! - [`lifecycle`]: initialize, version negotiation, sessions, DELETE, expiry.
 //! - [`post`]: what a POST gets back (JSON or SSE), batches, notifications.
-//! - [`get_resume`]: the standalone GET stream and `Last-Event-ID` resumption.
+//! - [`get_resume`]: the standalone GET stream and `Last-Event-ID` resumption
+//!   (the resumption tests on both store backends, see [`backend`]).
 //! - [`features`]: tools, resources, prompts, completion, logging, progress,
 //!   cancellation, sampling, elicitation, per-revision gating.
 //! - [`errors`]: transport errors (403, 405, 406, 413, 415, 400, 404).
 //! - [`limits`]: in-flight cap and request timeout.
+//! - [`stateless`]: the 2026-07-28 era (`revision-2026-07-28.md` §13,
+//!   items `R<n>`): headers, `_meta`, MRTR, listen, both eras at once.
+//! - [`redis_store`]: mcpd SIGKILLed and restarted on Redis, Redis killed or
+//!   stalled under mcpd, a real Redis Cluster.
+//! - [`sdk_resume`]: the official Python SDK client resuming across a restart
+//!   (`tests/interop/resume.py`; needs the interop venv).
 
+mod backend;
 mod errors;
 mod features;
 mod get_resume;
 mod lifecycle;
 mod limits;
 mod post;
+mod redis_store;
+mod sdk_resume;
+mod stateless;
 
 use std::time::Duration;
 
