@@ -44,6 +44,10 @@ if [ "${MCPD_SKIP_LINT:-0}" != 1 ]; then
   if cargo clippy --workspace --all-targets -- -D warnings >"$LOGDIR/clippy.log" 2>&1; then count 1 0; echo "PASS clippy"; else count 0 1; echo "FAIL clippy"; grep -E '^(error|warning)' -A5 "$LOGDIR/clippy.log" | head -40; fi
 fi
 
+# --- pinned SDK clients (the cargo tests use the Python one too) ---------------
+say "installing the pinned SDK clients (once per cache)"
+bash "$ROOT/tests/interop/run.sh" --install-only || { echo "FAIL interop install"; count 0 1; }
+
 # --- cargo tests -------------------------------------------------------------
 say "cargo test --workspace"
 cargo test --workspace 2>&1 | tee "$LOGDIR/cargo-test.log"

@@ -30,10 +30,12 @@
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
-    echo "usage: $0 <mcp endpoint url, e.g. http://127.0.0.1:8080/mcp>" >&2
+    echo "usage: $0 <mcp endpoint url, e.g. http://127.0.0.1:8080/mcp> | --install-only" >&2
     exit 2
 fi
 URL="$1"
+INSTALL_ONLY=0
+[ "$URL" = "--install-only" ] && INSTALL_ONLY=1
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 MCPD_BIN="${MCPD_BIN:-$REPO/target/debug/mcpd}"
@@ -142,6 +144,14 @@ run_client() { # run_client <prefix> <log> <command...>
         record "FAIL ${prefix}client: exited with status $rc although no check failed; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
     fi
 }
+
+if [ "$INSTALL_ONLY" = 1 ]; then
+    # Tests elsewhere (cargo's SDK resumption test) use these installs.
+    install_node >"$LOG_DIR/install-node.log" 2>&1 || { echo "npm install failed: see $LOG_DIR/install-node.log" >&2; exit 1; }
+    install_python >"$LOG_DIR/install-python.log" 2>&1 || { echo "python install failed: see $LOG_DIR/install-python.log" >&2; exit 1; }
+    echo "interop clients installed in $CACHE" >&2
+    exit 0
+fi
 
 # TypeScript SDK clients
 if install_node >"$LOG_DIR/install-node.log" 2>&1; then

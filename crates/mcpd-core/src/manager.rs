@@ -381,18 +381,17 @@ impl SessionManager {
     /// Ends a session (DELETE) everywhere: the actor here, its record and its
     /// event streams. `Ok(false)`: there was no such session.
     pub async fn terminate(self: &Arc<Self>, id: &str) -> Result<bool, StoreError> {
-        let local = self.sessions.remove(id).map(|(_, h)| {
-            h.addr.do_send(Terminate);
-        });
-        let known_elsewhere = if local.is_none() && self.directory.is_shared() {
-            self.directory.get(id).await?.is_some()
-        } else {
-            false
-        };
-        if local.is_none() && !known_elsewhere {
+        let held = self.get(id).is_some();
+        let known = held || (self.directory.is_shared() && self.directory.get(id).await?.is_some());
+        if !known {
             return Ok(false);
         }
+        // The record first: if the store is away the session is left intact
+        // and the client's retry of DELETE will work.
         self.directory.remove(id).await?;
+        if let Some((_, h)) = self.sessions.remove(id) {
+            h.addr.do_send(Terminate);
+        }
         self.log.remove_session(id).await;
         // Every other replica drops its actor, stopping requests it runs.
         self.publish(
@@ -428,24 +427,13 @@ impl SessionManager {
         }
     }
 
-    /// Saves a session's record (after a state change).
-    pub(crate) fn save(&self, id: &Arc<str>, record: &SessionRecord) {
-        let (directory, id, bytes) = (self.directory.clone(), id.clone(), record.to_bytes());
-        let (bus, from) = (self.bus.clone(), self.instance.to_string());
-        actix::spawn(async move {
-            if let Err(e) = directory.put(&id, bytes).await {
-                tracing::error!(session = %id, error = %e, "session state not saved");
-                return;
-            }
-            // Other replicas holding this session reload it (the directory is authoritative).
-            if bus.is_distributed() {
-                let msg = crate::control::Control::Reload {
-                    s: id.to_string(),
-                    from,
-                };
-                let _ = bus.publish(BusTarget::All, msg.to_bytes()).await;
-            }
-        });
+    /// Tells every replica holding `id` to reload its record.
+    pub(crate) fn announce_reload(&self, id: &str) {
+        let msg = crate::control::Control::Reload {
+            s: id.to_owned(),
+            from: self.instance.to_string(),
+        };
+        self.publish(None, msg);
     }
 
     pub(crate) fn subscribe(&self, uri: &str, session: &Arc<str>) {

@@ -351,23 +351,29 @@ impl SessionActor {
                 "Session already initialized: send initialize without Mcp-Session-Id to start a new session",
             ))),
             m::PING => Some(Ok(empty())),
-            m::LOGGING_SET_LEVEL => Some(parse_params::<SetLevelParams>(params).map(|p| {
-                self.record.log_level = Some(p.level);
-                self.manager.save(&self.id, &self.record);
-                empty()
-            })),
-            m::RESOURCES_SUBSCRIBE => Some(parse_params::<UriParams>(params).map(|p| {
-                self.manager.subscribe(&p.uri, &self.id);
-                self.record.subscriptions.insert(p.uri);
-                self.manager.save(&self.id, &self.record);
-                empty()
-            })),
-            m::RESOURCES_UNSUBSCRIBE => Some(parse_params::<UriParams>(params).map(|p| {
-                self.manager.unsubscribe(&p.uri, &self.id);
-                self.record.subscriptions.remove(&p.uri);
-                self.manager.save(&self.id, &self.record);
-                empty()
-            })),
+                        m::LOGGING_SET_LEVEL => match parse_params::<SetLevelParams>(params) {
+                Ok(p) => {
+                    self.record.log_level = Some(p.level);
+                    return self.save_then_answer(r.id, stream, ctx);
+                }
+                Err(e) => Some(Err(e)),
+            },
+            m::RESOURCES_SUBSCRIBE => match parse_params::<UriParams>(params) {
+                Ok(p) => {
+                    self.manager.subscribe(&p.uri, &self.id);
+                    self.record.subscriptions.insert(p.uri);
+                    return self.save_then_answer(r.id, stream, ctx);
+                }
+                Err(e) => Some(Err(e)),
+            },
+            m::RESOURCES_UNSUBSCRIBE => match parse_params::<UriParams>(params) {
+                Ok(p) => {
+                    self.manager.unsubscribe(&p.uri, &self.id);
+                    self.record.subscriptions.remove(&p.uri);
+                    return self.save_then_answer(r.id, stream, ctx);
+                }
+                Err(e) => Some(Err(e)),
+            },
             _ if self.requests.contains_key(&r.id) => Some(Err(ErrorObject::new(
                 ErrorCode::INVALID_REQUEST,
                 format!("Request id {} is already in use by a request in flight", r.id),
@@ -430,6 +436,32 @@ impl SessionActor {
         );
     }
 
+    /// A session-state change is answered once the directory has it, so an
+    /// answered change survives a crash and every replica sees it.
+    fn save_then_answer(&mut self, id: RequestId, stream: &Arc<str>, ctx: &mut Context<Self>) {
+        let (directory, sid, bytes, stream) = (
+            self.manager.directory(),
+            self.id.clone(),
+            self.record.to_bytes(),
+            stream.clone(),
+        );
+        let work = async move { directory.put(&sid, bytes).await };
+        ctx.wait(actix::fut::wrap_future::<_, Self>(work).map(move |res, act, ctx| {
+            let outcome = match res {
+                Ok(()) => {
+                    act.manager.announce_reload(&act.id);
+                    Ok(empty())
+                }
+                Err(e) => Err(ErrorObject::new(
+                    ErrorCode::OVERLOADED,
+                    format!("the session store is unavailable ({e}); the change was not saved, retry shortly"),
+                )),
+            };
+            act.streams.request_ended(&stream, Some(jsonrpc::outcome_response(&id, &outcome)));
+            act.streams.flush(ctx);
+        }));
+    }
+
     fn request_by_key(&self, key: u64) -> Option<&RequestId> {
         self.requests
             .iter()
@@ -482,9 +514,17 @@ impl Actor for SessionActor {
                 // Keep the shared record alive while the session is used.
                 act.last_touch = Instant::now();
                 let (directory, id) = (act.manager.directory(), act.id.clone());
+                                let bytes = act.record.to_bytes();
                 actix::spawn(async move {
-                    if let Err(e) = directory.touch(&id).await {
-                        tracing::warn!(session = %id, error = %e, "session TTL not refreshed");
+                    match directory.touch(&id).await {
+                        Ok(true) => {}
+                        // The store lost it (Redis restarted empty): write it again.
+                        Ok(false) => {
+                            if let Err(e) = directory.put(&id, bytes).await {
+                                tracing::warn!(session = %id, error = %e, "session record not restored");
+                            }
+                        }
+                        Err(e) => tracing::warn!(session = %id, error = %e, "session TTL not refreshed"),
                     }
                 });
             }

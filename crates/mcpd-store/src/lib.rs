@@ -100,9 +100,10 @@ pub trait SessionDirectory: Send + Sync + 'static {
     async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError>;
     /// The record, refreshing its time to live.
     async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError>;
-    /// Keeps a session alive (refreshes its time to live).
-    async fn touch(&self, _session: &str) -> Result<(), StoreError> {
-        Ok(())
+    /// Keeps a session alive (refreshes its time to live). `Ok(false)`: the
+    /// record is gone (e.g. Redis lost its data) and should be written again.
+    async fn touch(&self, _session: &str) -> Result<bool, StoreError> {
+        Ok(true)
     }
     async fn remove(&self, session: &str) -> Result<(), StoreError>;
     /// True when other processes see the same sessions (a restarted or

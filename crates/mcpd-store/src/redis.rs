@@ -379,14 +379,14 @@ impl SessionDirectory for RedisStore {
         Ok(v.map(Bytes::from))
     }
 
-    async fn touch(&self, session: &str) -> Result<(), StoreError> {
+    async fn touch(&self, session: &str) -> Result<bool, StoreError> {
         let key = self.key(session, "s");
         let ttl = millis(self.cfg.session_ttl);
         self.run(|mut h| async move {
             redis::cmd("PEXPIRE")
                 .arg(&key)
                 .arg(ttl)
-                .query_async::<()>(&mut h)
+                .query_async::<bool>(&mut h)
                 .await
         })
         .await
