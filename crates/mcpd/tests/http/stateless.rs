@@ -37,6 +37,8 @@ const KEY_1: &str = "k1:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 const KEY_2: &str = "k1:AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=";
 
 type Headers = Vec<(String, String)>;
+/// A change to a request's headers.
+type Edit = fn(&mut Headers);
 
 // --- building modern requests ---
 
@@ -116,7 +118,7 @@ fn h_with(body: &Value, edit: impl FnOnce(&mut Headers)) -> Headers {
     hs
 }
 
-fn builder(c: &McpClient, body: &Value, hs: &Headers) -> reqwest::RequestBuilder {
+fn builder(c: &McpClient, body: impl ToString, hs: &Headers) -> reqwest::RequestBuilder {
     let mut b = c.http.post(&c.url).body(body.to_string());
     for (k, v) in hs {
         b = b.header(k.as_str(), v.as_str());
@@ -211,9 +213,17 @@ fn conformance() -> TestServer {
 #[derive(Deserialize, JsonSchema)]
 struct NoArgs {}
 
+#[derive(Deserialize, JsonSchema)]
+struct PairArgs {
+    first: String,
+    second: String,
+}
+
 /// The demo set plus `touch_tools`, which announces `tools/list_changed`
-/// (the demo set changes `demo://clock` every second but never its tools).
-fn demo_with_trigger() -> TestServer {
+/// (the demo set changes `demo://clock` every second but never its tools),
+/// and `ask_pair {first, second}`, which asks the user to choose (key
+/// `elicitation-1`, field `answer`) and returns the choice.
+fn demo_plus() -> TestServer {
     TestServer::start_serving(Config::default(), |config, listener| {
         mcpd::serve_with(config, listener, |registry| {
             let notifier = registry.notifier();
@@ -229,6 +239,29 @@ fn demo_with_trigger() -> TestServer {
                 },
             );
             registry.add_tool(Arc::new(touch));
+            let pair = tool_fn(
+                "ask_pair",
+                "Asks the user to choose first or second.",
+                |a: PairArgs, ctx| async move {
+                    let schema = json!({"type":"object",
+                        "properties":{"answer":{"type":"string"}},"required":["answer"]});
+                    let Value::Object(schema) = schema else {
+                        unreachable!()
+                    };
+                    let r = ctx
+                        .elicit(format!("{} or {}?", a.first, a.second), schema)
+                        .await?;
+                    let answer = r
+                        .content
+                        .as_ref()
+                        .and_then(|c| c.get("answer"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    Ok(CallToolResult::text(answer))
+                },
+            );
+            registry.add_tool(Arc::new(pair));
         })
     })
 }
@@ -494,7 +527,7 @@ async fn missing_or_mismatched_standard_headers_are_32020() {
     let s = TestServer::start();
     let c = s.client();
     let body = req(100, "tools/list", json!({}));
-    let cases: [(&str, fn(&mut Headers)); 4] = [
+    let cases: [(&str, Edit); 4] = [
         ("no MCP-Protocol-Version", |hs| {
             unset(hs, "MCP-Protocol-Version")
         }),
@@ -739,7 +772,9 @@ async fn mcp_param_base64_is_decoded_strictly() {
 
 /// R13.7: valid headers but a body without `_meta` → 400/-32602;
 /// `_meta` without `clientCapabilities` → 400/-32602; `_meta` without
-/// `protocolVersion` (header present) → 400/-32602. The id is echoed.
+/// `protocolVersion` (header present) → 400/-32602; a version that is not
+/// a string or capabilities that are not a `ClientCapabilities` object →
+/// 400/-32602. The id is echoed.
 #[tokio::test]
 async fn a_missing_required_meta_key_is_32602() {
     let s = TestServer::start();
@@ -756,6 +791,18 @@ async fn a_missing_required_meta_key_is_32602() {
     for (id, key) in [(102, PV), (104, CAPS)] {
         let mut body = req(id, "server/discover", json!({}));
         body["params"]["_meta"].as_object_mut().unwrap().remove(key);
+        let r = send(&c, &body, headers.clone()).await;
+        assert_rpc_error(&r, 400, &json!(id), -32602);
+    }
+    // A malformed envelope behind the modern key is -32602 too, never a
+    // fall-back to the session era.
+    for (id, key, bad) in [
+        (109, PV, json!(20260728)),
+        (110, CAPS, json!("all")),
+        (111, CAPS, json!({"elicitation": true})),
+    ] {
+        let mut body = req(id, "server/discover", json!({}));
+        body["params"]["_meta"][key] = bad;
         let r = send(&c, &body, headers.clone()).await;
         assert_rpc_error(&r, 400, &json!(id), -32602);
     }
@@ -1072,6 +1119,44 @@ async fn mrtr_conformance_tools_complete() {
     );
     let done = call(&c, "tools/call", p3).await;
     assert_eq!(tool_text(&done).replace('"', ""), "Alice likes green");
+}
+
+/// R13.10: the retry's params are compared as JSON, not as text: the
+/// same `arguments` with their keys in another order (JSON objects are
+/// unordered) still match the `requestState` → complete.
+#[tokio::test]
+async fn mrtr_retry_may_reorder_argument_keys() {
+    let s = demo_plus();
+    let c = s.client();
+    let params = tool(
+        "ask_pair",
+        json!({"first":"tea","second":"coffee"}),
+        json!({"elicitation":{}}),
+    );
+    let r = post(&c, &req(1, "tools/call", params.clone())).await;
+    let ir = assert_input_required(&r, &json!(1), &["elicitation-1"]);
+    assert_eq!(
+        ir["inputRequests"]["elicitation-1"]["params"]["message"],
+        "tea or coffee?"
+    );
+    let retry = req(
+        2,
+        "tools/call",
+        retry_params(
+            &params,
+            Some(json!({"elicitation-1": accept(json!({"answer":"tea"}))})),
+            Some(&ir["requestState"]),
+        ),
+    );
+    let text = retry.to_string();
+    let sorted = r#"{"first":"tea","second":"coffee"}"#;
+    assert!(text.contains(sorted), "{text}");
+    let text = text.replace(sorted, r#"{"second":"coffee","first":"tea"}"#);
+    let r = c.send(builder(&c, text, &h(&retry))).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let m = response(&r, &json!(2));
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    assert_eq!(tool_text(&m["result"]), "tea");
 }
 
 /// Changes one character in the middle of a sealed `requestState`.
@@ -1436,11 +1521,11 @@ async fn only_call_get_and_read_answer_input_required() {
 /// `promptsListChanged`; an unknown filter key is left out, as is
 /// anything not asked for. A tool-set change → `notifications/tools/
 /// list_changed` tagged `"s1"`. Meanwhile `demo://clock` changes (seen on
-/// another listen) and a call streams progress and logs, yet none of that
-/// — no `resources/updated`, `progress` or `message` — reaches `"s1"`.
+/// another listen) and a call streams progress (with a `logLevel`), yet
+/// none of that — no `resources/updated` or `progress` — reaches `"s1"`.
 #[tokio::test]
 async fn listen_acknowledges_then_delivers_only_what_was_asked() {
-    let s = demo_with_trigger();
+    let s = demo_plus();
     let c = s.client();
     let caps = call(&c, "server/discover", json!({})).await["capabilities"].clone();
     let (mut s1, ack) = listen(
@@ -1458,7 +1543,7 @@ async fn listen_acknowledges_then_delivers_only_what_was_asked() {
     assert_eq!(caps["prompts"]["listChanged"], true, "{caps}");
 
     // The clock ticks (a witness listen sees it), and a call streams
-    // progress and logs on its own stream.
+    // progress on its own stream.
     let (mut clock, _) = listen(
         &c,
         "witness",
@@ -1529,7 +1614,7 @@ async fn listen_honours_its_filter() {
 /// id.
 #[tokio::test]
 async fn parallel_listens_get_only_their_own_notifications() {
-    let s = demo_with_trigger();
+    let s = demo_plus();
     let c = s.client();
     let (mut s1, ack1) = listen(&c, "s1", json!({"toolsListChanged":true})).await;
     let (mut s2, ack2) = listen(&c, "s2", json!({"resourceSubscriptions":["demo://clock"]})).await;
@@ -1796,7 +1881,7 @@ async fn both_eras_on_one_endpoint() {
 /// listen id) before its stream closes. Uses `TestServer::shutdown`.
 #[tokio::test]
 async fn shutdown_ends_listens_with_their_result() {
-    let s = demo_with_trigger();
+    let s = demo_plus();
     let c = s.client();
     let (mut s1, _) = listen(&c, "s1", json!({"toolsListChanged":true})).await;
     let (mut s2, _) = listen(&c, "s2", json!({"resourceSubscriptions":["demo://clock"]})).await;
