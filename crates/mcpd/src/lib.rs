@@ -261,7 +261,7 @@ pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Res
                 config.store.backend
             ));
         }
-                stdio::serve(core.manager, config.http.max_body_bytes).await?;
+        stdio::serve(core.manager, config.http.max_body_bytes).await?;
         // A read from stdin may still be parked on a blocking thread that
         // cannot be cancelled (after SIGTERM with stdin open), and dropping
         // the runtime would wait for it. Everything is written and flushed:
