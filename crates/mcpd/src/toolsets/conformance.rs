@@ -18,14 +18,14 @@ use serde_json::{json, Value};
 pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 pub const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 
-fn obj(v: Value) -> JsonObject {
+pub(super) fn obj(v: Value) -> JsonObject {
     match v {
         Value::Object(o) => o,
         _ => JsonObject::new(),
     }
 }
 
-fn def(name: &str, description: &str, schema: Value) -> ToolDef {
+pub(super) fn def(name: &str, description: &str, schema: Value) -> ToolDef {
     ToolDef {
         name: name.into(),
         title: None,
@@ -36,7 +36,7 @@ fn def(name: &str, description: &str, schema: Value) -> ToolDef {
     }
 }
 
-fn no_args() -> Value {
+pub(super) fn no_args() -> Value {
     json!({"type": "object", "properties": {}})
 }
 

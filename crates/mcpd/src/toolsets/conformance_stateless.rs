@@ -11,32 +11,12 @@ use mcpd_core::handler::{raw_tool, PromptProvider};
 use mcpd_core::{ChangeNotifier, Registry, RequestContext, ToolError};
 use mcpd_protocol::types::{
     CallToolResult, Content, CreateMessageParams, ElicitAction, ElicitResult, GetPromptResult,
-    JsonObject, Prompt, PromptMessage, Role, SamplingMessage, Tool as ToolDef,
+    JsonObject, Prompt, PromptMessage, Role, SamplingMessage,
 };
 use mcpd_protocol::ErrorObject;
 use serde_json::{json, Value};
 
-fn obj(v: Value) -> JsonObject {
-    match v {
-        Value::Object(o) => o,
-        _ => JsonObject::new(),
-    }
-}
-
-fn def(name: &str, description: &str, schema: Value) -> ToolDef {
-    ToolDef {
-        name: name.into(),
-        title: None,
-        description: Some(description.into()),
-        input_schema: obj(schema),
-        output_schema: None,
-        annotations: None,
-    }
-}
-
-fn no_args() -> Value {
-    json!({"type": "object", "properties": {}})
-}
+use super::conformance::{def, no_args, obj};
 
 fn ask(message: &str, property: &str, ty: &str) -> (String, JsonObject) {
     let schema = obj(
