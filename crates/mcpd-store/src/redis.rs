@@ -35,8 +35,11 @@ use crate::{
 pub struct RedisConfig {
     /// `redis://`, `rediss://` (TLS), `redis+unix://`; user and password in
     /// the URL. With `cluster`, the seed nodes.
-    pub urls: Vec<String>,
+        pub urls: Vec<String>,
     pub cluster: bool,
+    /// With a name: `urls` are Redis Sentinels, and the primary they name
+    /// for this service is used (found again after a failover).
+    pub sentinel_service: Option<String>,
     /// Prepended to every key (several deployments can share one Redis).
     pub prefix: String,
     /// Bound on every Redis call.
@@ -82,6 +85,9 @@ impl ConnectionLike for Handle {
 
 enum Conn {
     Single(ConnectionManager),
+    /// The primary named by the sentinels, resolved on first use and again
+    /// after a connection failure or a `READONLY` answer (a failover).
+    Sentinel(Box<tokio::sync::Mutex<(redis::sentinel::SentinelClient, Option<ConnectionManager>)>>),
     /// Connected on first use (the cluster client has no lazy mode).
     Cluster(Box<(ClusterClient, OnceCell<ClusterConnection>)>),
 }
@@ -110,6 +116,23 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("Redis: {e}"))
 }
 
+/// An error plus whether it suggests the primary moved.
+trait Failover {
+    fn tap_failover(self, e: &redis::RedisError) -> (StoreError, bool);
+    fn timed_out(self) -> (StoreError, bool);
+}
+
+impl Failover for StoreError {
+    fn tap_failover(self, e: &redis::RedisError) -> (StoreError, bool) {
+        let moved = e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.to_string().contains("READONLY");
+        (self, moved)
+    }
+
+    fn timed_out(self) -> (StoreError, bool) {
+        (self, true)
+    }
+}
+
 impl RedisStore {
     /// Prepares the connection without contacting Redis (call [`EventLog::check`]
     /// to find out whether it answers). Must run inside a tokio runtime that
@@ -119,7 +142,16 @@ impl RedisStore {
             return Err(unavailable("no Redis URL configured"));
         }
         let pubsub_client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
-        let conn = if cfg.cluster {
+                let conn = if let Some(service) = &cfg.sentinel_service {
+            let client = redis::sentinel::SentinelClient::build(
+                cfg.urls.clone(),
+                service.clone(),
+                None,
+                redis::sentinel::SentinelServerType::Master,
+            )
+            .map_err(unavailable)?;
+            Conn::Sentinel(Box::new(tokio::sync::Mutex::new((client, None))))
+        } else if cfg.cluster {
             let client = ClusterClient::builder(cfg.urls.clone())
                 .connection_timeout(cfg.timeout)
                 .response_timeout(cfg.timeout)
@@ -146,9 +178,27 @@ impl RedisStore {
         }))
     }
 
-    async fn handle(&self) -> Result<Handle, StoreError> {
+        async fn handle(&self) -> Result<Handle, StoreError> {
         match &self.conn {
             Conn::Single(c) => Ok(Handle::Single(c.clone())),
+            Conn::Sentinel(m) => {
+                let mut guard = m.lock().await;
+                if let Some(c) = &guard.1 {
+                    return Ok(Handle::Single(c.clone()));
+                }
+                let primary = tokio::time::timeout(self.cfg.timeout, guard.0.async_get_client())
+                    .await
+                    .map_err(|_| unavailable("no answer from the sentinels"))?
+                    .map_err(unavailable)?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.cfg.timeout))
+                    .set_response_timeout(Some(self.cfg.timeout))
+                    .set_number_of_retries(1)
+                    .set_max_delay(Duration::from_millis(500));
+                let c = ConnectionManager::new_lazy_with_config(primary, config).map_err(unavailable)?;
+                guard.1 = Some(c.clone());
+                Ok(Handle::Single(c))
+            }
             Conn::Cluster(c) => {
                 let (client, cell) = &**c;
                 let c = cell
@@ -169,15 +219,17 @@ impl RedisStore {
     where
         F: std::future::Future<Output = RedisResult<T>>,
     {
-        let handle = self.handle().await?;
-        match tokio::time::timeout(self.cfg.timeout, f(handle)).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(unavailable(e)),
-            Err(_) => Err(unavailable(format!(
-                "no answer within {:?}",
-                self.cfg.timeout
-            ))),
+                let handle = self.handle().await?;
+        let result = match tokio::time::timeout(self.cfg.timeout, f(handle)).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => unavailable(&e).tap_failover(&e),
+            Err(_) => unavailable(format!("no answer within {:?}", self.cfg.timeout)).timed_out(),
+        };
+        if let (Conn::Sentinel(m), true) = (&self.conn, result.1) {
+            // The primary may have moved: ask the sentinels again next time.
+            m.lock().await.1 = None;
         }
+        Err(result.0)
     }
 
     fn key(&self, session: &str, suffix: &str) -> String {

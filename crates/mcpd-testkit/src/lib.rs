@@ -21,7 +21,7 @@ pub mod sse;
 
 pub use client::{McpClient, Reply, INIT_VERSION};
 pub use process::McpdProcess;
-pub use redis::{RedisCluster, RedisServer};
+pub use redis::{RedisCluster, RedisSentinel, RedisServer, SENTINEL_SERVICE};
 pub use sse::{SseEvent, SseStream};
 
 /// A running mcpd, stopped when dropped.

@@ -228,3 +228,112 @@ impl Drop for RedisCluster {
         }
     }
 }
+
+/// A primary, one replica and one Sentinel watching them (quorum 1, down
+/// after 1 s), for failover tests.
+pub struct RedisSentinel {
+    dir: TempDir,
+    primary: Option<Child>,
+    replica: Child,
+    sentinel: Child,
+    pub primary_port: u16,
+    pub replica_port: u16,
+    pub sentinel_port: u16,
+}
+
+/// The Sentinel service name the guard configures.
+pub const SENTINEL_SERVICE: &str = "mymaster";
+
+fn info(port: u16, section: &str) -> String {
+    Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "info", section])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+impl RedisSentinel {
+    pub fn start() -> Self {
+        let dir = TempDir::new("redis-sentinel");
+        let (pp, rp, sp) = (free_port(), free_port(), free_port());
+        let spawn = |args: Vec<String>| {
+            Command::new(redis_server())
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server starts")
+        };
+        let base = |p: u16| vec!["--port".into(), p.to_string(), "--bind".into(), "127.0.0.1".into(), "--save".into(), String::new(), "--appendonly".into(), "no".into(), "--dir".into(), dir.0.display().to_string()];
+        let primary = spawn(base(pp));
+        wait_until("primary", || ping_tcp(pp));
+        let mut r = base(rp);
+        r.extend(["--replicaof".into(), "127.0.0.1".into(), pp.to_string()]);
+        let replica = spawn(r);
+        wait_until("replica link", || info(rp, "replication").contains("master_link_status:up"));
+        let conf = dir.0.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {sp}\nbind 127.0.0.1\nsentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {pp} 1\n\
+                 sentinel down-after-milliseconds {SENTINEL_SERVICE} 1000\nsentinel failover-timeout {SENTINEL_SERVICE} 5000\n"
+            ),
+        )
+        .expect("sentinel config");
+        let sentinel = Command::new(redis_server())
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sentinel starts");
+        wait_until("sentinel sees the replica", || {
+            Command::new("redis-cli")
+                .args(["-p", &sp.to_string(), "sentinel", "replicas", SENTINEL_SERVICE])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).contains(&rp.to_string()))
+                .unwrap_or(false)
+        });
+        Self { dir, primary: Some(primary), replica, sentinel, primary_port: pp, replica_port: rp, sentinel_port: sp }
+    }
+
+    /// The URL mcpd is given (the Sentinel, not the primary).
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.sentinel_port)
+    }
+
+    /// Kills the primary and waits until the Sentinel has promoted the replica.
+    pub fn fail_over(&mut self) {
+        if let Some(mut p) = self.primary.take() {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        let (sp, rp) = (self.sentinel_port, self.replica_port);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let out = Command::new("redis-cli")
+                .args(["-p", &sp.to_string(), "sentinel", "get-master-addr-by-name", SENTINEL_SERVICE])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            if out.lines().last() == Some(&rp.to_string()) && info(rp, "replication").contains("role:master") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the Sentinel did not promote the replica within 30 s");
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir.0
+    }
+}
+
+impl Drop for RedisSentinel {
+    fn drop(&mut self) {
+        for c in [self.primary.as_mut(), Some(&mut self.replica), Some(&mut self.sentinel)].into_iter().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

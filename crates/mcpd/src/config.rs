@@ -153,8 +153,11 @@ pub struct StoreSection {
     /// `redis+unix:///path/redis.sock`. With `redis_cluster`, one or more
     /// seed nodes separated by commas.
     pub redis_url: String,
-    /// Connect to a Redis Cluster.
+        /// Connect to a Redis Cluster.
     pub redis_cluster: bool,
+    /// With a service name, `redis_url` lists Redis Sentinels and mcpd uses
+    /// the primary they name for this service (followed across failovers).
+    pub redis_sentinel_service: String,
     /// Prepended to every Redis key.
     pub key_prefix: String,
     /// Bound on every Redis call, in milliseconds.
@@ -240,7 +243,8 @@ impl Default for StoreSection {
         Self {
             backend: StoreBackend::Memory,
             redis_url: String::new(),
-            redis_cluster: false,
+                        redis_cluster: false,
+            redis_sentinel_service: String::new(),
             key_prefix: "mcpd:".into(),
             redis_timeout_ms: 2000,
             events_per_stream: r.max_events_per_stream,
@@ -424,6 +428,9 @@ impl Config {
                     );
                 }
             }
+                        if self.store.redis_cluster && !self.store.redis_sentinel_service.is_empty() {
+                return bad("store.redis_sentinel_service", "cannot be combined with store.redis_cluster (Sentinel manages a single primary)");
+            }
             if self.store.key_prefix.contains(['{', '}']) {
                 return bad(
                     "store.key_prefix",
@@ -528,7 +535,8 @@ impl Config {
     pub fn redis(&self) -> mcpd_store::RedisConfig {
         mcpd_store::RedisConfig {
             urls: self.redis_urls(),
-            cluster: self.store.redis_cluster,
+                        cluster: self.store.redis_cluster,
+            sentinel_service: Some(self.store.redis_sentinel_service.clone()).filter(|s| !s.is_empty()),
             prefix: self.store.key_prefix.clone(),
             timeout: Duration::from_millis(self.store.redis_timeout_ms),
             session_ttl: Duration::from_secs(self.limits.session_idle_timeout_secs),
