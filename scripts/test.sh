@@ -11,6 +11,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SHARED=${MCPD_SHARED:-$ROOT/../shared}
+BIN_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/debug
+export MCPD_BIN="$BIN_DIR/mcpd"
 LOGDIR=$(mktemp -d /tmp/mcpd-test.XXXXXX)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; }
@@ -62,7 +64,7 @@ echo "cargo: $p passed, $f failed"
 cargo build -q -p mcpd --bin mcpd || { echo "FAIL build of the mcpd binary"; count 0 1; }
 start_mcpd() {  # start_mcpd NAME ARGS... ; sets URL
   local name=$1; shift
-  "$ROOT/target/debug/mcpd" --listen 127.0.0.1:0 "$@" >"$LOGDIR/$name.out" 2>"$LOGDIR/$name.err" &
+  "$BIN_DIR/mcpd" --listen 127.0.0.1:0 "$@" >"$LOGDIR/$name.out" 2>"$LOGDIR/$name.err" &
   PIDS+=($!)
   URL=""
   for _ in $(seq 1 100); do
