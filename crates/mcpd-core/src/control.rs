@@ -24,10 +24,12 @@ pub(crate) enum Control {
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     },
-    /// The session was deleted (broadcast).
-    End { s: String, from: String },
-    /// The session's record changed: reload it (broadcast).
-    Reload { s: String, from: String },
+    /// The session was deleted: drop it, then acknowledge `ack` to `from`.
+    End { s: String, from: String, ack: u64 },
+    /// The session's record changed: reload it, then acknowledge `ack` to `from`.
+    Reload { s: String, from: String, ack: u64 },
+    /// A holder applied an `End` or `Reload`.
+    Ack { ack: u64 },
     /// New events on `stream`, which the addressed replica delivers.
     Wake { s: String, stream: String },
     /// `reader` now delivers `stream` (a resumption there): wake it on appends.
@@ -51,7 +53,8 @@ pub(crate) fn start(manager: &Arc<SessionManager>) {
     let (tx, mut rx) = mpsc::channel::<Bytes>(4096);
     manager.bus().start(tx);
     let manager = Arc::downgrade(manager);
-    tokio::spawn(async move {
+    // On the actix arbiter: handlers may spawn actor-side work.
+    actix::spawn(async move {
         while let Some(bytes) = rx.recv().await {
             let Some(manager) = manager.upgrade() else {
                 return;
@@ -69,10 +72,24 @@ impl SessionManager {
     fn on_control(self: &Arc<Self>, msg: Control) {
         let me = self.bus().replica().to_owned();
         match msg {
-            Control::End { s, from } if from != me => self.drop_local(&s),
-            Control::End { .. } => {}
-            Control::Reload { s, from } if from != me => self.tell(&s, Reload),
-            Control::Reload { .. } => {}
+            Control::End { s, from, ack } if from != me => {
+                self.drop_local(&s);
+                self.publish(Some(&from), Control::Ack { ack });
+            }
+            Control::Reload { s, from, ack } if from != me => {
+                if self.get(&s).is_some() {
+                    self.tell(
+                        &s,
+                        Reload {
+                            ack: Some((from, ack)),
+                        },
+                    );
+                } else {
+                    self.publish(Some(&from), Control::Ack { ack });
+                }
+            }
+            Control::End { .. } | Control::Reload { .. } => {}
+            Control::Ack { ack } => self.acked(ack),
             Control::Cancel { s, id } => self.tell(&s, RemoteCancel { id }),
             Control::Answer { s, id, outcome } => self.tell(&s, RemoteAnswer { id, outcome }),
             Control::Wake { s, stream } => self.tell(&s, Wake { stream }),

@@ -144,6 +144,8 @@ pub struct SessionManager {
     /// watches resources.
     listeners: DashMap<u64, (Addr<ListenActor>, bool)>,
     next_listener: std::sync::atomic::AtomicU64,
+    /// Announcements waiting for holders' acknowledgements.
+    acks: DashMap<u64, tokio::sync::mpsc::Sender<()>>,
     stats: Arc<Stats>,
 }
 
@@ -166,6 +168,7 @@ impl SessionManager {
             subscriptions: DashMap::new(),
             listeners: DashMap::new(),
             next_listener: Default::default(),
+            acks: DashMap::new(),
             stats,
         })
     }
@@ -201,7 +204,7 @@ impl SessionManager {
             return;
         }
         let (bus, to) = (self.bus.clone(), to.map(str::to_owned));
-        actix::spawn(async move {
+        tokio::spawn(async move {
             let target = match &to {
                 Some(r) => BusTarget::Replica(r),
                 None => BusTarget::All,
@@ -388,19 +391,21 @@ impl SessionManager {
         }
         // The record first: if the store is away the session is left intact
         // and the client's retry of DELETE will work.
+        let holders = self.bus.holders(id).await.unwrap_or_default();
         self.directory.remove(id).await?;
         if let Some((_, h)) = self.sessions.remove(id) {
             h.addr.do_send(Terminate);
         }
         self.log.remove_session(id).await;
-        // Every other replica drops its actor, stopping requests it runs.
-        self.publish(
-            None,
-            crate::control::Control::End {
-                s: id.to_owned(),
-                from: self.instance.to_string(),
-            },
-        );
+        // Every other replica drops its actor (stopping requests it runs)
+        // before DELETE is answered: no replica serves the session after.
+        let from = self.instance.to_string();
+        self.tell_holders(holders, |ack| crate::control::Control::End {
+            s: id.to_owned(),
+            from: from.clone(),
+            ack,
+        })
+        .await;
         Ok(true)
     }
 
@@ -427,13 +432,63 @@ impl SessionManager {
         }
     }
 
-    /// Tells every replica holding `id` to reload its record.
-    pub(crate) fn announce_reload(&self, id: &str) {
-        let msg = crate::control::Control::Reload {
+    /// Tells every live replica holding `id` to reload its record, and
+    /// waits until they have (so a change is answered only once every
+    /// replica applies it).
+    pub(crate) async fn reload_everywhere(&self, id: &str) {
+        let holders = self.bus.holders(id).await.unwrap_or_default();
+        let from = self.instance.to_string();
+        self.tell_holders(holders, |ack| crate::control::Control::Reload {
             s: id.to_owned(),
-            from: self.instance.to_string(),
+            from: from.clone(),
+            ack,
+        })
+        .await;
+    }
+
+    /// Sends `make(ack)` to each of `holders` and waits for their
+    /// acknowledgements, at most one second (a holder that died meanwhile
+    /// must not block the client).
+    async fn tell_holders(
+        &self,
+        holders: Vec<String>,
+        make: impl Fn(u64) -> crate::control::Control,
+    ) {
+        if holders.is_empty() || !self.bus.is_distributed() {
+            return;
+        }
+        let ack = rand_u64();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(holders.len());
+        self.acks.insert(ack, tx);
+        for h in &holders {
+            if let Err(e) = self
+                .bus
+                .publish(BusTarget::Replica(h), make(ack).to_bytes())
+                .await
+            {
+                tracing::warn!(error = %e, replica = %h, "announcement not sent");
+            }
+        }
+        let wait = async {
+            for _ in 0..holders.len() {
+                if rx.recv().await.is_none() {
+                    return;
+                }
+            }
         };
-        self.publish(None, msg);
+        if tokio::time::timeout(std::time::Duration::from_secs(1), wait)
+            .await
+            .is_err()
+        {
+            tracing::warn!(holders = ?holders, "not every replica acknowledged within 1 s");
+        }
+        self.acks.remove(&ack);
+    }
+
+    pub(crate) fn acked(&self, ack: u64) {
+        if let Some(tx) = self.acks.get(&ack) {
+            let _ = tx.try_send(());
+        }
     }
 
     pub(crate) fn subscribe(&self, uri: &str, session: &Arc<str>) {
@@ -466,4 +521,9 @@ pub fn new_replica_id() -> String {
     let mut s = uuid::Uuid::new_v4().simple().to_string();
     s.truncate(12);
     s
+}
+
+fn rand_u64() -> u64 {
+    let b = *uuid::Uuid::new_v4().as_bytes();
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }

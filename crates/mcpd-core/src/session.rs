@@ -22,6 +22,7 @@ use mcpd_protocol::types::{
     LoggingMessageParams, SetLevelParams, UriParams,
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion, RequestId};
+use mcpd_store::Touch;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -445,13 +446,15 @@ impl SessionActor {
             self.record.to_bytes(),
             stream.clone(),
         );
-        let work = async move { directory.put(&sid, bytes).await };
+        let manager = self.manager.clone();
+        let work = async move {
+            directory.put(&sid, bytes).await?;
+            manager.reload_everywhere(&sid).await;
+            Ok::<_, mcpd_store::StoreError>(())
+        };
         ctx.wait(actix::fut::wrap_future::<_, Self>(work).map(move |res, act, ctx| {
             let outcome = match res {
-                Ok(()) => {
-                    act.manager.announce_reload(&act.id);
-                    Ok(empty())
-                }
+                Ok(()) => Ok(empty()),
                 Err(e) => Err(ErrorObject::new(
                     ErrorCode::OVERLOADED,
                     format!("the session store is unavailable ({e}); the change was not saved, retry shortly"),
@@ -489,6 +492,12 @@ impl Actor for SessionActor {
             self.manager.subscribe(uri, &self.id); // a rebuilt session keeps them
         }
         if self.manager.bus().is_distributed() {
+            // Other replicas find this one when the session's state changes.
+            let (bus, id) = (self.manager.bus(), self.id.clone());
+            actix::spawn(async move {
+                let me = bus.replica().to_owned();
+                let _ = bus.set_owner(&id, &format!("h:{me}"), Some(&me)).await;
+            });
             // A resumed stream whose serving replica died is failed within
             // the liveness window plus this period, never left hanging.
             ctx.run_interval(Duration::from_secs(2), |act, ctx| {
@@ -514,19 +523,31 @@ impl Actor for SessionActor {
                 // Keep the shared record alive while the session is used.
                 act.last_touch = Instant::now();
                 let (directory, id) = (act.manager.directory(), act.id.clone());
-                                let bytes = act.record.to_bytes();
-                actix::spawn(async move {
+                                                let bytes = act.record.to_bytes();
+                let work = async move {
                     match directory.touch(&id).await {
-                        Ok(true) => {}
+                        Ok(Touch::Alive) => false,
                         // The store lost it (Redis restarted empty): write it again.
-                        Ok(false) => {
+                        Ok(Touch::Lost) => {
                             if let Err(e) = directory.put(&id, bytes).await {
                                 tracing::warn!(session = %id, error = %e, "session record not restored");
                             }
+                            false
                         }
-                        Err(e) => tracing::warn!(session = %id, error = %e, "session TTL not refreshed"),
+                        // Deleted while this replica missed the news.
+                        Ok(Touch::Deleted) => true,
+                        Err(e) => {
+                            tracing::warn!(session = %id, error = %e, "session TTL not refreshed");
+                            false
+                        }
                     }
-                });
+                };
+                ctx.spawn(actix::fut::wrap_future::<_, Self>(work).map(|deleted, act, ctx| {
+                    if deleted {
+                        act.manager.drop_local(&act.id);
+                        ctx.stop();
+                    }
+                }));
             }
         });
     }
@@ -790,9 +811,12 @@ pub(crate) struct RemoteAnswer {
     pub outcome: Result<Value, ErrorObject>,
 }
 
+/// Reload the record; then acknowledge to `(replica, ack)` if given.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub(crate) struct Reload;
+pub(crate) struct Reload {
+    pub ack: Option<(String, u64)>,
+}
 
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -837,23 +861,28 @@ impl Handler<Reload> for SessionActor {
     type Result = ();
 
     /// The record changed on another replica: the directory is authoritative.
-    fn handle(&mut self, _: Reload, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Reload, ctx: &mut Context<Self>) {
         let (directory, id) = (self.manager.directory(), self.id.clone());
         let work = async move { directory.get(&id).await };
-        ctx.spawn(actix::fut::wrap_future::<_, Self>(work).map(|res, act, _| {
-            let Ok(Some(bytes)) = res else { return };
-            let Some(fresh) = SessionRecord::from_bytes(&bytes) else {
-                return;
-            };
-            for uri in act.record.subscriptions.difference(&fresh.subscriptions) {
-                act.manager.unsubscribe(uri, &act.id);
-            }
-            for uri in fresh.subscriptions.difference(&act.record.subscriptions) {
-                act.manager.subscribe(uri, &act.id);
-            }
-            act.record.log_level = fresh.log_level;
-            act.record.subscriptions = fresh.subscriptions;
-        }));
+        ctx.wait(
+            actix::fut::wrap_future::<_, Self>(work).map(move |res, act, _| {
+                if let Some((replica, ack)) = msg.ack {
+                    act.manager.publish(Some(&replica), Control::Ack { ack });
+                }
+                let Ok(Some(bytes)) = res else { return };
+                let Some(fresh) = SessionRecord::from_bytes(&bytes) else {
+                    return;
+                };
+                for uri in act.record.subscriptions.difference(&fresh.subscriptions) {
+                    act.manager.unsubscribe(uri, &act.id);
+                }
+                for uri in fresh.subscriptions.difference(&act.record.subscriptions) {
+                    act.manager.subscribe(uri, &act.id);
+                }
+                act.record.log_level = fresh.log_level;
+                act.record.subscriptions = fresh.subscriptions;
+            }),
+        );
     }
 }
 

@@ -44,6 +44,9 @@ pub trait ControlBus: Send + Sync + 'static {
         replica: Option<&str>,
     ) -> Result<(), StoreError>;
     async fn owner(&self, session: &str, what: &str) -> Result<Option<String>, StoreError>;
+    /// Live replicas other than this one that hold an actor for `session`
+    /// (they record themselves as owners of `h:<replica>`).
+    async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError>;
 }
 
 /// The single-process bus.
@@ -90,5 +93,9 @@ impl ControlBus for LocalBus {
 
     async fn owner(&self, _session: &str, _what: &str) -> Result<Option<String>, StoreError> {
         Ok(None)
+    }
+
+    async fn holders(&self, _session: &str) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
     }
 }

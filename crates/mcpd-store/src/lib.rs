@@ -100,13 +100,23 @@ pub trait SessionDirectory: Send + Sync + 'static {
     async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError>;
     /// The record, refreshing its time to live.
     async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError>;
-    /// Keeps a session alive (refreshes its time to live). `Ok(false)`: the
-    /// record is gone (e.g. Redis lost its data) and should be written again.
-    async fn touch(&self, _session: &str) -> Result<bool, StoreError> {
-        Ok(true)
+    /// Keeps a session alive (refreshes its time to live).
+    async fn touch(&self, _session: &str) -> Result<Touch, StoreError> {
+        Ok(Touch::Alive)
     }
     async fn remove(&self, session: &str) -> Result<(), StoreError>;
     /// True when other processes see the same sessions (a restarted or
     /// another replica can rebuild a session from it).
     fn is_shared(&self) -> bool;
+}
+
+/// What refreshing a session record found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Touch {
+    Alive,
+    /// The record is gone without a DELETE (the store lost its data): it
+    /// should be written again.
+    Lost,
+    /// The session was deleted: the holder should drop it.
+    Deleted,
 }

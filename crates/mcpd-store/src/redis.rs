@@ -26,6 +26,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::OnceCell;
 
+use crate::Touch;
 use crate::{
     BusTarget, ControlBus, EventLog, Retention, SessionDirectory, StoreError, StoredEvent,
 };
@@ -35,7 +36,7 @@ use crate::{
 pub struct RedisConfig {
     /// `redis://`, `rediss://` (TLS), `redis+unix://`; user and password in
     /// the URL. With `cluster`, the seed nodes.
-        pub urls: Vec<String>,
+    pub urls: Vec<String>,
     pub cluster: bool,
     /// With a name: `urls` are Redis Sentinels, and the primary they name
     /// for this service is used (found again after a failover).
@@ -124,7 +125,10 @@ trait Failover {
 
 impl Failover for StoreError {
     fn tap_failover(self, e: &redis::RedisError) -> (StoreError, bool) {
-        let moved = e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.to_string().contains("READONLY");
+        let moved = e.is_io_error()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.to_string().contains("READONLY");
         (self, moved)
     }
 
@@ -142,7 +146,7 @@ impl RedisStore {
             return Err(unavailable("no Redis URL configured"));
         }
         let pubsub_client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
-                let conn = if let Some(service) = &cfg.sentinel_service {
+        let conn = if let Some(service) = &cfg.sentinel_service {
             let client = redis::sentinel::SentinelClient::build(
                 cfg.urls.clone(),
                 service.clone(),
@@ -178,7 +182,7 @@ impl RedisStore {
         }))
     }
 
-        async fn handle(&self) -> Result<Handle, StoreError> {
+    async fn handle(&self) -> Result<Handle, StoreError> {
         match &self.conn {
             Conn::Single(c) => Ok(Handle::Single(c.clone())),
             Conn::Sentinel(m) => {
@@ -195,7 +199,8 @@ impl RedisStore {
                     .set_response_timeout(Some(self.cfg.timeout))
                     .set_number_of_retries(1)
                     .set_max_delay(Duration::from_millis(500));
-                let c = ConnectionManager::new_lazy_with_config(primary, config).map_err(unavailable)?;
+                let c = ConnectionManager::new_lazy_with_config(primary, config)
+                    .map_err(unavailable)?;
                 guard.1 = Some(c.clone());
                 Ok(Handle::Single(c))
             }
@@ -219,7 +224,7 @@ impl RedisStore {
     where
         F: std::future::Future<Output = RedisResult<T>>,
     {
-                let handle = self.handle().await?;
+        let handle = self.handle().await?;
         let result = match tokio::time::timeout(self.cfg.timeout, f(handle)).await {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => unavailable(&e).tap_failover(&e),
@@ -393,6 +398,13 @@ impl RedisStore {
         p.cmd("DEL").arg(index).ignore();
         p.cmd("DEL").arg(self.key(session, "s")).ignore();
         p.cmd("DEL").arg(self.key(session, "own")).ignore();
+        // A tombstone, so no holder mistakes the deletion for lost data.
+        p.cmd("SET")
+            .arg(self.key(session, "deleted"))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(self.cfg.session_ttl))
+            .ignore();
         self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
             .await
     }
@@ -431,17 +443,19 @@ impl SessionDirectory for RedisStore {
         Ok(v.map(Bytes::from))
     }
 
-    async fn touch(&self, session: &str) -> Result<bool, StoreError> {
-        let key = self.key(session, "s");
+    async fn touch(&self, session: &str) -> Result<Touch, StoreError> {
+        let (key, tomb) = (self.key(session, "s"), self.key(session, "deleted"));
         let ttl = millis(self.cfg.session_ttl);
-        self.run(|mut h| async move {
-            redis::cmd("PEXPIRE")
-                .arg(&key)
-                .arg(ttl)
-                .query_async::<bool>(&mut h)
-                .await
+        let mut p = redis::pipe();
+        p.cmd("PEXPIRE").arg(&key).arg(ttl).cmd("EXISTS").arg(&tomb);
+        let (alive, deleted): (bool, bool) = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        Ok(match (alive, deleted) {
+            (_, true) => Touch::Deleted,
+            (true, false) => Touch::Alive,
+            (false, false) => Touch::Lost,
         })
-        .await
     }
 
     async fn remove(&self, session: &str) -> Result<(), StoreError> {
@@ -632,5 +646,20 @@ impl ControlBus for RedisBus {
                     .await
             })
             .await
+    }
+
+    async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError> {
+        let key = self.0.key(session, "own");
+        let fields: Vec<String> = self
+            .0
+            .run(|mut h| async move { redis::cmd("HKEYS").arg(&key).query_async(&mut h).await })
+            .await?;
+        let mut live = Vec::new();
+        for replica in fields.iter().filter_map(|f| f.strip_prefix("h:")) {
+            if replica != self.0.replica && self.is_alive(replica).await? {
+                live.push(replica.to_owned());
+            }
+        }
+        Ok(live)
     }
 }

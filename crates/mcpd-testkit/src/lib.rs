@@ -8,6 +8,8 @@
 //! - [`sse`]: an incremental SSE parser over a response body.
 //! - [`redis`]: a real `redis-server` (unix socket) or Redis Cluster, killed on drop.
 //! - [`process`]: mcpd as a child process, for SIGKILL-and-restart tests.
+//! - [`cluster`]: several mcpd processes on one Redis behind a round-robin
+//!   proxy (every request of a session on the next replica).
 
 use std::net::{SocketAddr, TcpListener};
 use std::thread::JoinHandle;
@@ -15,11 +17,13 @@ use std::thread::JoinHandle;
 pub use mcpd::Config;
 
 pub mod client;
+pub mod cluster;
 pub mod process;
 pub mod redis;
 pub mod sse;
 
 pub use client::{McpClient, Reply, INIT_VERSION};
+pub use cluster::{RoundRobinProxy, TestCluster};
 pub use process::McpdProcess;
 pub use redis::{RedisCluster, RedisSentinel, RedisServer, SENTINEL_SERVICE};
 pub use sse::{SseEvent, SseStream};

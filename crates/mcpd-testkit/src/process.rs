@@ -1,13 +1,18 @@
 //! mcpd as a separate process, for tests that must kill it (SIGKILL) and
 //! start it again on the same address.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct McpdProcess {
     bin: String,
     args: Vec<String>,
+    /// Extra environment (applied after the default `MCPD_LOG_LEVEL=warn`).
+    env: Vec<(String, String)>,
+    /// Where stderr is appended (inherited when `None`).
+    log: Option<PathBuf>,
     child: Option<Child>,
     /// The MCP endpoint URL.
     pub url: String,
@@ -18,9 +23,21 @@ impl McpdProcess {
     /// Starts `bin` (e.g. `env!("CARGO_BIN_EXE_mcpd")`) with `args` on an
     /// ephemeral port and waits for its `mcpd listening on URL` line.
     pub fn start(bin: &str, args: &[&str]) -> Self {
+        Self::start_with(bin, args, &[], None)
+    }
+
+    /// Like [`Self::start`], with extra environment variables (e.g.
+    /// `MCPD_LOG_LEVEL=info`) and stderr appended to `log` (kept across
+    /// restarts, each start marked by a `--- mcpd start` line).
+    pub fn start_with(bin: &str, args: &[&str], env: &[(&str, &str)], log: Option<&Path>) -> Self {
         let mut p = Self {
             bin: bin.into(),
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            log: log.map(Path::to_path_buf),
             child: None,
             url: String::new(),
             port: 0,
@@ -30,12 +47,29 @@ impl McpdProcess {
     }
 
     fn spawn(&mut self, listen: &str) {
+        let stderr = match &self.log {
+            Some(path) => {
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .expect("mcpd log file");
+                let _ = writeln!(
+                    f,
+                    "--- mcpd start: {} {:?} --listen {listen}",
+                    self.bin, self.args
+                );
+                Stdio::from(f)
+            }
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(&self.bin)
             .args(&self.args)
             .args(["--listen", listen])
             .env("MCPD_LOG_LEVEL", "warn")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("mcpd starts");
         let stdout = child.stdout.take().expect("stdout");
@@ -61,6 +95,11 @@ impl McpdProcess {
             .expect("port in URL");
         self.url = url;
         self.child = Some(child);
+    }
+
+    /// The child's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// SIGKILL: no graceful anything, as when a pod is lost.

@@ -264,13 +264,28 @@ impl RedisSentinel {
                 .spawn()
                 .expect("redis-server starts")
         };
-        let base = |p: u16| vec!["--port".into(), p.to_string(), "--bind".into(), "127.0.0.1".into(), "--save".into(), String::new(), "--appendonly".into(), "no".into(), "--dir".into(), dir.0.display().to_string()];
+        let base = |p: u16| {
+            vec![
+                "--port".into(),
+                p.to_string(),
+                "--bind".into(),
+                "127.0.0.1".into(),
+                "--save".into(),
+                String::new(),
+                "--appendonly".into(),
+                "no".into(),
+                "--dir".into(),
+                dir.0.display().to_string(),
+            ]
+        };
         let primary = spawn(base(pp));
         wait_until("primary", || ping_tcp(pp));
         let mut r = base(rp);
         r.extend(["--replicaof".into(), "127.0.0.1".into(), pp.to_string()]);
         let replica = spawn(r);
-        wait_until("replica link", || info(rp, "replication").contains("master_link_status:up"));
+        wait_until("replica link", || {
+            info(rp, "replication").contains("master_link_status:up")
+        });
         let conf = dir.0.join("sentinel.conf");
         std::fs::write(
             &conf,
@@ -289,12 +304,26 @@ impl RedisSentinel {
             .expect("sentinel starts");
         wait_until("sentinel sees the replica", || {
             Command::new("redis-cli")
-                .args(["-p", &sp.to_string(), "sentinel", "replicas", SENTINEL_SERVICE])
+                .args([
+                    "-p",
+                    &sp.to_string(),
+                    "sentinel",
+                    "replicas",
+                    SENTINEL_SERVICE,
+                ])
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).contains(&rp.to_string()))
                 .unwrap_or(false)
         });
-        Self { dir, primary: Some(primary), replica, sentinel, primary_port: pp, replica_port: rp, sentinel_port: sp }
+        Self {
+            dir,
+            primary: Some(primary),
+            replica,
+            sentinel,
+            primary_port: pp,
+            replica_port: rp,
+            sentinel_port: sp,
+        }
     }
 
     /// The URL mcpd is given (the Sentinel, not the primary).
@@ -312,11 +341,19 @@ impl RedisSentinel {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             let out = Command::new("redis-cli")
-                .args(["-p", &sp.to_string(), "sentinel", "get-master-addr-by-name", SENTINEL_SERVICE])
+                .args([
+                    "-p",
+                    &sp.to_string(),
+                    "sentinel",
+                    "get-master-addr-by-name",
+                    SENTINEL_SERVICE,
+                ])
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                 .unwrap_or_default();
-            if out.lines().last() == Some(&rp.to_string()) && info(rp, "replication").contains("role:master") {
+            if out.lines().last() == Some(&rp.to_string())
+                && info(rp, "replication").contains("role:master")
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -331,7 +368,14 @@ impl RedisSentinel {
 
 impl Drop for RedisSentinel {
     fn drop(&mut self) {
-        for c in [self.primary.as_mut(), Some(&mut self.replica), Some(&mut self.sentinel)].into_iter().flatten() {
+        for c in [
+            self.primary.as_mut(),
+            Some(&mut self.replica),
+            Some(&mut self.sentinel),
+        ]
+        .into_iter()
+        .flatten()
+        {
             let _ = c.kill();
             let _ = c.wait();
         }

@@ -153,7 +153,7 @@ pub struct StoreSection {
     /// `redis+unix:///path/redis.sock`. With `redis_cluster`, one or more
     /// seed nodes separated by commas.
     pub redis_url: String,
-        /// Connect to a Redis Cluster.
+    /// Connect to a Redis Cluster.
     pub redis_cluster: bool,
     /// With a service name, `redis_url` lists Redis Sentinels and mcpd uses
     /// the primary they name for this service (followed across failovers).
@@ -243,7 +243,7 @@ impl Default for StoreSection {
         Self {
             backend: StoreBackend::Memory,
             redis_url: String::new(),
-                        redis_cluster: false,
+            redis_cluster: false,
             redis_sentinel_service: String::new(),
             key_prefix: "mcpd:".into(),
             redis_timeout_ms: 2000,
@@ -428,7 +428,7 @@ impl Config {
                     );
                 }
             }
-                        if self.store.redis_cluster && !self.store.redis_sentinel_service.is_empty() {
+            if self.store.redis_cluster && !self.store.redis_sentinel_service.is_empty() {
                 return bad("store.redis_sentinel_service", "cannot be combined with store.redis_cluster (Sentinel manages a single primary)");
             }
             if self.store.key_prefix.contains(['{', '}']) {
@@ -535,8 +535,9 @@ impl Config {
     pub fn redis(&self) -> mcpd_store::RedisConfig {
         mcpd_store::RedisConfig {
             urls: self.redis_urls(),
-                        cluster: self.store.redis_cluster,
-            sentinel_service: Some(self.store.redis_sentinel_service.clone()).filter(|s| !s.is_empty()),
+            cluster: self.store.redis_cluster,
+            sentinel_service: Some(self.store.redis_sentinel_service.clone())
+                .filter(|s| !s.is_empty()),
             prefix: self.store.key_prefix.clone(),
             timeout: Duration::from_millis(self.store.redis_timeout_ms),
             session_ttl: Duration::from_secs(self.limits.session_idle_timeout_secs),

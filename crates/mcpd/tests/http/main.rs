@@ -20,6 +20,9 @@
 //!   stalled under mcpd, a real Redis Cluster.
 //! - [`sdk_resume`]: the official Python SDK client resuming across a restart
 //!   (`tests/interop/resume.py`; needs the interop venv).
+//! - [`scaleout`]: three mcpd processes on one Redis behind a round-robin
+//!   proxy: every feature, the TypeScript SDK flows, cancellations and
+//!   answers crossing replicas, kill -9 mid-call, a rolling restart.
 
 mod backend;
 mod errors;
@@ -29,6 +32,7 @@ mod lifecycle;
 mod limits;
 mod post;
 mod redis_store;
+mod scaleout;
 mod sdk_resume;
 mod stateless;
 

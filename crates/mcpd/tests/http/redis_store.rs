@@ -316,7 +316,12 @@ async fn a_killed_mcpd_is_replaced_and_the_client_misses_nothing() {
         .await;
     assert_eq!(r.status, 404, "{r:?}");
     assert_eq!(c.get(None).await.status().as_u16(), 404);
-    assert_eq!(session_keys(&redis, &sid), Vec::<String>::new());
+    // Only the tombstone stays (it expires), so no replica mistakes the
+    // deletion for lost data and writes the record back.
+    assert_eq!(
+        session_keys(&redis, &sid),
+        vec![format!("mcpd:{{{sid}}}:deleted")]
+    );
 }
 
 async fn log_call(c: &McpClient) -> mcpd_testkit::Reply {
@@ -753,7 +758,9 @@ async fn redis_cluster_resumes_rebuilds_and_keeps_a_session_in_one_slot() {
 /// never a hang.
 #[tokio::test]
 async fn a_sentinel_failover_is_followed() {
-    let mut sentinel = tokio::task::spawn_blocking(mcpd_testkit::RedisSentinel::start).await.expect("sentinel starts");
+    let mut sentinel = tokio::task::spawn_blocking(mcpd_testkit::RedisSentinel::start)
+        .await
+        .expect("sentinel starts");
     let url = sentinel.url();
     let server = TestServer::start_configured(move |c| {
         c.store.backend = mcpd::StoreBackend::Redis;
@@ -763,17 +770,33 @@ async fn a_sentinel_failover_is_followed() {
     });
     let mut before = server.client();
     bounded("initialize through the Sentinel", before.initialize()).await;
-    let r = bounded("echo", before.call("tools/call", call_params("echo", json!({"message": "hi"}), None))).await;
+    let r = bounded(
+        "echo",
+        before.call(
+            "tools/call",
+            call_params("echo", json!({"message": "hi"}), None),
+        ),
+    )
+    .await;
     assert_eq!(tool_text(&r), "hi");
     // The session record is on the primary the Sentinel named.
     let sid = before.session.clone().expect("session id");
     let keys = Command::new("redis-cli")
-        .args(["-p", &sentinel.primary_port.to_string(), "exists", &format!("mcpd:{{{sid}}}:s")])
+        .args([
+            "-p",
+            &sentinel.primary_port.to_string(),
+            "exists",
+            &format!("mcpd:{{{sid}}}:s"),
+        ])
         .output()
         .expect("redis-cli");
-    assert_eq!(String::from_utf8_lossy(&keys.stdout).trim(), "1", "the record is on the primary");
+    assert_eq!(
+        String::from_utf8_lossy(&keys.stdout).trim(),
+        "1",
+        "the record is on the primary"
+    );
 
-    let mut sentinel = tokio::task::spawn_blocking(move || {
+    let sentinel = tokio::task::spawn_blocking(move || {
         sentinel.fail_over();
         sentinel
     })
@@ -784,32 +807,75 @@ async fn a_sentinel_failover_is_followed() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut after = server.client();
     loop {
-        let r = bounded("initialize after the failover", after.post(&init_body(INIT_VERSION))).await;
+        let r = bounded(
+            "initialize after the failover",
+            after.post(&init_body(INIT_VERSION)),
+        )
+        .await;
         if r.status == 200 {
-            after.session = r.headers.get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+            after.session = r
+                .headers
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
             after.version = Some(INIT_VERSION.into());
             break;
         }
         assert_eq!(r.status, 503, "during the failover: 503, got {r:?}");
-        assert!(Instant::now() < deadline, "mcpd did not follow the failover within 20 s");
+        assert!(
+            Instant::now() < deadline,
+            "mcpd did not follow the failover within 20 s"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let new_sid = after.session.clone().expect("session id");
     let keys = Command::new("redis-cli")
-        .args(["-p", &sentinel.replica_port.to_string(), "exists", &format!("mcpd:{{{new_sid}}}:s")])
+        .args([
+            "-p",
+            &sentinel.replica_port.to_string(),
+            "exists",
+            &format!("mcpd:{{{new_sid}}}:s"),
+        ])
         .output()
         .expect("redis-cli");
-    assert_eq!(String::from_utf8_lossy(&keys.stdout).trim(), "1", "the new record is on the promoted replica");
+    assert_eq!(
+        String::from_utf8_lossy(&keys.stdout).trim(),
+        "1",
+        "the new record is on the promoted replica"
+    );
     // Streams are logged on the new primary: events carry ids and resume.
     let (status, _, mut s) = after
-        .request_stream(9, "tools/call", call_params("countdown", json!({"steps": 3, "interval_ms": 20}), Some(json!("p"))))
+        .request_stream(
+            9,
+            "tools/call",
+            call_params(
+                "countdown",
+                json!({"steps": 3, "interval_ms": 20}),
+                Some(json!("p")),
+            ),
+        )
         .await;
     assert_eq!(status, 200);
     let events = s.collect_all(Duration::from_secs(10)).await;
-    assert!(events.iter().all(|e| e.id.as_deref().is_some_and(|id| !id.is_empty())), "every event has an id: {events:?}");
-    let first = events.iter().find(|e| e.json().is_some()).and_then(|e| e.id.clone()).expect("an event");
-    let resumed = SseStream::new(after.get(Some(&first)).await).collect_all(Duration::from_secs(10)).await;
-    assert!(resumed.iter().any(|e| e.json().is_some_and(|m| m["id"] == json!(9))), "the resumed stream ends with the response");
+    assert!(
+        events
+            .iter()
+            .all(|e| e.id.as_deref().is_some_and(|id| !id.is_empty())),
+        "every event has an id: {events:?}"
+    );
+    let first = events
+        .iter()
+        .find(|e| e.json().is_some())
+        .and_then(|e| e.id.clone())
+        .expect("an event");
+    let resumed = SseStream::new(after.get(Some(&first)).await)
+        .collect_all(Duration::from_secs(10))
+        .await;
+    assert!(
+        resumed
+            .iter()
+            .any(|e| e.json().is_some_and(|m| m["id"] == json!(9))),
+        "the resumed stream ends with the response"
+    );
     drop(server);
     let _ = sentinel.dir();
 }
