@@ -317,6 +317,9 @@ impl SessionManager {
             .put(&id, record.to_bytes())
             .await
             .map_err(InitializeError::Store)?;
+        self.register_holder(&id)
+            .await
+            .map_err(InitializeError::Store)?;
         tracing::info!(session = %id, version = %version, client = %record.client_info.name, "session created");
         let handle = self.start_actor(id, record);
         let result = InitializeResult {
@@ -363,6 +366,13 @@ impl SessionManager {
         {
             return Ok(None);
         }
+        if self.directory.get(id).await?.is_none() {
+            return Ok(None); // unknown ids leave nothing behind in the store
+        }
+        // Become a holder, then read the record again: a DELETE racing this
+        // rebuild either removed it already (404 here) or sees this replica
+        // among the holders and ends its actor.
+        self.register_holder(id).await?;
         let Some(bytes) = self.directory.get(id).await? else {
             return Ok(None);
         };
@@ -430,6 +440,15 @@ impl SessionManager {
                 log.remove_session(&id).await;
             });
         }
+    }
+
+    /// Records this replica as a holder of `id` (distributed stores only).
+    async fn register_holder(&self, id: &str) -> Result<(), StoreError> {
+        if !self.bus.is_distributed() {
+            return Ok(());
+        }
+        let me = self.bus.replica();
+        self.bus.set_owner(id, &format!("h:{me}"), Some(me)).await
     }
 
     /// Tells every live replica holding `id` to reload its record, and

@@ -492,12 +492,6 @@ impl Actor for SessionActor {
             self.manager.subscribe(uri, &self.id); // a rebuilt session keeps them
         }
         if self.manager.bus().is_distributed() {
-            // Other replicas find this one when the session's state changes.
-            let (bus, id) = (self.manager.bus(), self.id.clone());
-            actix::spawn(async move {
-                let me = bus.replica().to_owned();
-                let _ = bus.set_owner(&id, &format!("h:{me}"), Some(&me)).await;
-            });
             // A resumed stream whose serving replica died is failed within
             // the liveness window plus this period, never left hanging.
             ctx.run_interval(Duration::from_secs(2), |act, ctx| {
