@@ -37,6 +37,7 @@ command -v python3 >/dev/null || apt_install python3
 python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 command -v curl >/dev/null || apt_install curl
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
+command -v promtool >/dev/null || apt_install prometheus
 
 # --- lints -------------------------------------------------------------------
 if [ "${MCPD_SKIP_LINT:-0}" != 1 ]; then

@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::handler::ToolError;
 use crate::registry::Registry;
+use mcpd_telemetry::Metrics;
 
 /// Limits and timings for sessions and requests.
 #[derive(Debug, Clone)]
@@ -62,6 +63,8 @@ impl Default for Limits {
 /// What the server is: its identity, its catalogue, its limits.
 pub struct McpServer {
     pub info: Implementation,
+    /// The process's metrics (one registry, rendered on `/metrics`).
+    pub metrics: Arc<Metrics>,
     pub instructions: Option<String>,
     pub registry: Registry,
     pub limits: Limits,
@@ -71,6 +74,7 @@ impl McpServer {
     pub fn new(info: Implementation, registry: Registry, limits: Limits) -> Self {
         Self {
             info,
+            metrics: Arc::new(Metrics::new()),
             instructions: None,
             registry,
             limits,
@@ -112,8 +116,28 @@ impl McpServer {
     }
 
     /// Runs one request. The future owns everything it needs, so a request
-    /// actor can run it and drop it to cancel.
+    /// actor can run it and drop it to cancel. Its outcome and duration are
+    /// counted (a dropped future counts as cancelled).
     pub fn dispatch(
+        self: &Arc<Self>,
+        method: String,
+        params: Option<JsonObject>,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let mut watch = Outcome::start(self.metrics.clone(), Metrics::method_label(&method));
+        let inner = self.dispatch_inner(method, params, ctx);
+        Box::pin(async move {
+            let out = inner.await;
+            watch.finish(match &out {
+                Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+                Ok(_) => "ok",
+                Err(_) => "error",
+            });
+            out
+        })
+    }
+
+    fn dispatch_inner(
         self: &Arc<Self>,
         method: String,
         params: Option<JsonObject>,
@@ -283,4 +307,48 @@ impl McpServer {
 fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(v)
         .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
+}
+
+/// Counts one request: in flight while alive, then its outcome and duration.
+struct Outcome {
+    metrics: Arc<Metrics>,
+    method: &'static str,
+    start: std::time::Instant,
+    done: bool,
+}
+
+impl Outcome {
+    fn start(metrics: Arc<Metrics>, method: &'static str) -> Self {
+        metrics.requests_in_flight.inc();
+        Self {
+            metrics,
+            method,
+            start: std::time::Instant::now(),
+            done: false,
+        }
+    }
+
+    fn finish(&mut self, outcome: &str) {
+        self.done = true;
+        self.metrics
+            .rpc_requests
+            .with_label_values(&[self.method, outcome])
+            .inc();
+        self.metrics
+            .rpc_duration
+            .with_label_values(&[self.method])
+            .observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+impl Drop for Outcome {
+    fn drop(&mut self) {
+        self.metrics.requests_in_flight.dec();
+        if !self.done {
+            self.metrics
+                .rpc_requests
+                .with_label_values(&[self.method, "cancelled"])
+                .inc();
+        }
+    }
 }

@@ -124,10 +124,17 @@ impl SessionHandle {
 
 fn map_send<M>(e: SendError<M>) -> SessionError {
     match e {
-        SendError::Full(_) => SessionError::Overloaded,
+        SendError::Full(_) => {
+            OVERLOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            SessionError::Overloaded
+        }
         SendError::Closed(_) => SessionError::Gone,
     }
 }
+
+/// Mailbox overloads seen by [`SessionHandle`]s (which carry no metrics
+/// handle); folded into the metrics at scrape time.
+static OVERLOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 pub struct SessionManager {
     server: Arc<McpServer>,
@@ -233,6 +240,16 @@ impl SessionManager {
         }
     }
 
+    /// Brings counters kept outside the registry up to date (call before
+    /// rendering the metrics).
+    pub fn sync_metrics(&self) {
+        let seen = OVERLOADS.load(std::sync::atomic::Ordering::Relaxed);
+        let counted = self.server.metrics.mailbox_overloads.get();
+        if seen > counted {
+            self.server.metrics.mailbox_overloads.inc_by(seen - counted);
+        }
+    }
+
     /// Readiness: the stores answer.
     pub async fn check_stores(&self) -> Result<(), StoreError> {
         self.log.check().await
@@ -322,6 +339,7 @@ impl SessionManager {
             .map_err(InitializeError::Store)?;
         tracing::info!(session = %id, version = %version, client = %record.client_info.name, "session created");
         let handle = self.start_actor(id, record);
+        self.server.metrics.sessions_created.inc();
         let result = InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities: self.server.capabilities(),
@@ -345,6 +363,7 @@ impl SessionManager {
         };
         self.sessions.insert(id, handle.clone());
         self.stats.session_opened();
+        self.server.metrics.sessions_active.inc();
         handle
     }
 
@@ -388,6 +407,7 @@ impl SessionManager {
             return Ok(Some(h));
         }
         tracing::info!(session = id, "session rebuilt from the directory");
+        self.server.metrics.sessions_rebuilt.inc();
         Ok(Some(self.start_actor(Arc::from(id), record)))
     }
 
@@ -403,6 +423,7 @@ impl SessionManager {
         // and the client's retry of DELETE will work.
         let holders = self.bus.holders(id).await.unwrap_or_default();
         self.directory.remove(id).await?;
+        self.server.metrics.sessions_deleted.inc();
         if let Some((_, h)) = self.sessions.remove(id) {
             h.addr.do_send(Terminate);
         }
@@ -433,6 +454,10 @@ impl SessionManager {
     pub(crate) fn session_stopped(&self, id: &Arc<str>, expired: bool) {
         self.sessions.remove(id);
         self.stats.session_closed();
+        self.server.metrics.sessions_active.dec();
+        if expired {
+            self.server.metrics.sessions_expired.inc();
+        }
         if expired && !self.directory.is_shared() {
             let (log, directory, id) = (self.log.clone(), self.directory.clone(), id.clone());
             actix::spawn(async move {

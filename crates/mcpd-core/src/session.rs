@@ -242,6 +242,7 @@ impl SessionActor {
             manager.event_log(),
             manager.bus(),
             server.limits.clone(),
+            server.metrics.clone(),
         );
         Self {
             caps: Arc::new(init.record.client_capabilities.clone()),

@@ -35,6 +35,8 @@ pub struct TestServer {
     pub url: String,
     stop: mcpd::StopHandle,
     thread: Option<JoinHandle<()>>,
+    /// `http://ADDR` of the admin listener, when `admin.listen` was set.
+    pub admin_url: Option<String>,
 }
 
 impl TestServer {
@@ -72,16 +74,19 @@ impl TestServer {
         let thread = std::thread::spawn(move || {
             actix_rt::System::new().block_on(async move {
                 let running = serve(&config, listener).expect("mcpd starts");
-                tx.send(running.stop_handle()).expect("handle sent");
+                tx.send((running.stop_handle(), running.admin_addr()))
+                    .expect("handle sent");
                 let _ = running.run().await;
             });
         });
-        let stop = rx.recv().expect("mcpd started");
+        let (stop, admin) = rx.recv().expect("mcpd started");
+        let admin_url = admin.map(|a| format!("http://{a}"));
         Self {
             addr,
             url,
             stop,
             thread: Some(thread),
+            admin_url,
         }
     }
 

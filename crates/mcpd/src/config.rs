@@ -45,6 +45,9 @@ pub struct Cli {
     /// Redis URL (`store.redis_url`), e.g. redis://127.0.0.1:6379.
     #[arg(long, value_name = "URL")]
     pub redis_url: Option<String>,
+    /// Admin listener for /metrics, /healthz, /readyz (`admin.listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<String>,
     /// Log format (`log.format`): human or json.
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
@@ -64,7 +67,16 @@ pub struct Config {
     pub limits: LimitsSection,
     pub store: StoreSection,
     pub stateless: StatelessSection,
+    pub admin: AdminSection,
     pub log: LogSection,
+}
+
+/// The admin listener: metrics and health, apart from client traffic.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    /// Address for `/metrics`, `/healthz`, `/readyz`; off when unset.
+    pub listen: Option<String>,
 }
 
 /// The 2026-07-28 (stateless) era.
@@ -264,7 +276,15 @@ impl Default for LogSection {
     }
 }
 
-const SECTIONS: [&str; 6] = ["server", "http", "limits", "store", "stateless", "log"];
+const SECTIONS: [&str; 7] = [
+    "server",
+    "http",
+    "limits",
+    "store",
+    "stateless",
+    "admin",
+    "log",
+];
 /// Keys whose environment value is a comma-separated list.
 const LIST_KEYS: [&str; 3] = ["allowed_origins", "allowed_hosts", "state_keys"];
 
@@ -327,6 +347,9 @@ impl Config {
                 "transport",
                 Value::String("stdio".into()),
             );
+        }
+        if let Some(v) = &cli.admin_listen {
+            set(&mut table, "admin", "listen", Value::String(v.clone()));
         }
         if let Some(v) = &cli.store {
             set(&mut table, "store", "backend", Value::String(v.clone()));
@@ -409,6 +432,14 @@ impl Config {
         ] {
             if v == 0 {
                 return bad(key, "must be greater than 0");
+            }
+        }
+        if let Some(a) = &self.admin.listen {
+            if a.parse::<SocketAddr>().is_err() {
+                return bad(
+                    "admin.listen",
+                    &format!("{a:?} is not an address like 127.0.0.1:9090"),
+                );
             }
         }
         if self.store.backend == StoreBackend::Redis && self.store.redis_url.trim().is_empty() {

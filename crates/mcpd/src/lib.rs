@@ -30,6 +30,7 @@ pub use config::{Cli, Config, StoreBackend, Transport};
 pub struct Running {
     server: actix_web::dev::Server,
     stop: StopHandle,
+    admin: Option<(std::net::SocketAddr, actix_web::dev::Server)>,
 }
 
 /// Stops a running mcpd: streams that can end politely do (listen streams
@@ -37,6 +38,7 @@ pub struct Running {
 #[derive(Clone)]
 pub struct StopHandle {
     http: actix_web::dev::ServerHandle,
+    admin: Option<actix_web::dev::ServerHandle>,
     manager: Arc<SessionManager>,
 }
 
@@ -46,6 +48,9 @@ impl StopHandle {
     pub async fn stop(&self, graceful: bool) {
         self.manager.shutdown_streams();
         self.http.stop(graceful).await;
+        if let Some(admin) = &self.admin {
+            admin.stop(graceful).await;
+        }
     }
 }
 
@@ -59,8 +64,16 @@ impl Running {
         self.stop.manager.check_stores().await
     }
 
+    /// The admin listener's address, when configured.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().map(|(a, _)| *a)
+    }
+
     /// Serves until stopped.
     pub async fn run(self) -> std::io::Result<()> {
+        if let Some((_, admin)) = self.admin {
+            actix_rt::spawn(admin);
+        }
         self.server.await
     }
 }
@@ -85,27 +98,58 @@ pub fn serve_with(
         legacy: Default::default(),
         config: config.http(),
     });
-    let mut http =
-        HttpServer::new(move || App::new().configure(mcpd_http::configure(state.clone())))
-            .shutdown_timeout(config.server.shutdown_grace_secs)
-            .client_request_timeout(Duration::from_secs(30))
-            // SSE answers are several small writes: without TCP_NODELAY the
-            // last one can wait ~40 ms for a delayed ACK (Nagle).
-            .on_connect(|conn, _| {
-                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-                    let _ = tcp.set_nodelay(true);
+    let metrics = manager.server().metrics.clone();
+    let mut http = HttpServer::new(move || {
+        let metrics = metrics.clone();
+        App::new()
+            .configure(mcpd_http::configure(state.clone()))
+            .wrap_fn(move |req, srv| {
+                let method: &'static str = match req.method().as_str() {
+                    "GET" => "GET",
+                    "POST" => "POST",
+                    "DELETE" => "DELETE",
+                    _ => "other",
+                };
+                let metrics = metrics.clone();
+                let fut = actix_web::dev::Service::call(srv, req);
+                async move {
+                    let res = fut.await?;
+                    metrics
+                        .http_requests
+                        .with_label_values(&[method, res.status().as_str()])
+                        .inc();
+                    Ok(res)
                 }
             })
-            .listen(listener)?;
+    })
+    .shutdown_timeout(config.server.shutdown_grace_secs)
+    .client_request_timeout(Duration::from_secs(30))
+    // SSE answers are several small writes: without TCP_NODELAY the
+    // last one can wait ~40 ms for a delayed ACK (Nagle).
+    .on_connect(|conn, _| {
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            let _ = tcp.set_nodelay(true);
+        }
+    })
+    .listen(listener)?;
     if config.server.workers > 0 {
         http = http.workers(config.server.workers);
     }
     let server = http.disable_signals().run();
+    let admin = match &config.admin.listen {
+        Some(addr) => Some(admin_server(addr, manager.clone())?),
+        None => None,
+    };
     let stop = StopHandle {
         http: server.handle(),
+        admin: admin.as_ref().map(|(_, s)| s.handle()),
         manager,
     };
-    Ok(Running { server, stop })
+    Ok(Running {
+        server,
+        stop,
+        admin,
+    })
 }
 
 /// The protocol core, without a transport.
@@ -268,4 +312,53 @@ pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Res
         // leave now.
         std::process::exit(0)
     })
+}
+
+/// The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`.
+fn admin_server(
+    addr: &str,
+    manager: Arc<SessionManager>,
+) -> std::io::Result<(std::net::SocketAddr, actix_web::dev::Server)> {
+    use actix_web::{web, HttpResponse};
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot listen on admin address {addr}: {e}"),
+        )
+    })?;
+    let local = listener.local_addr()?;
+    let state = web::Data::new(manager);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .route(
+                "/metrics",
+                web::get().to(|m: web::Data<Arc<SessionManager>>| async move {
+                    m.sync_metrics();
+                    HttpResponse::Ok()
+                        .content_type("text/plain; version=0.0.4; charset=utf-8")
+                        .body(m.server().metrics.render())
+                }),
+            )
+            .route(
+                "/healthz",
+                web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+            )
+            .route(
+                "/readyz",
+                web::get().to(|m: web::Data<Arc<SessionManager>>| async move {
+                    match m.check_stores().await {
+                        Ok(()) => HttpResponse::Ok().body("ready"),
+                        Err(e) => {
+                            HttpResponse::ServiceUnavailable().body(format!("not ready: {e}"))
+                        }
+                    }
+                }),
+            )
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)?
+    .run();
+    Ok((local, server))
 }

@@ -38,6 +38,7 @@ use crate::dispatch::Limits;
 use crate::stream::{
     event_id, new_stream_id, parse_event_id, StreamItem, StreamReceiver, StreamSender, GET_STREAM,
 };
+use mcpd_telemetry::Metrics;
 
 /// Why a `Last-Event-ID` cannot be resumed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -138,6 +139,7 @@ enum Ready {
 }
 
 pub(super) struct Streams {
+    metrics: Arc<Metrics>,
     session: Arc<str>,
     version: ProtocolVersion,
     log: Arc<dyn EventLog>,
@@ -156,6 +158,7 @@ impl Streams {
         log: Arc<dyn EventLog>,
         bus: Arc<dyn ControlBus>,
         limits: Limits,
+        metrics: Arc<Metrics>,
     ) -> Self {
         let mut map = HashMap::new();
         if bus.is_distributed() {
@@ -164,6 +167,7 @@ impl Streams {
             map.insert(Arc::from(GET_STREAM), StreamState::live(None));
         }
         Self {
+            metrics,
             session,
             version,
             log,
@@ -462,13 +466,23 @@ impl Streams {
                 _ => None,
             })
             .collect();
-        let (log, session) = (self.log.clone(), self.session.clone());
+        let (log, session, metrics) =
+            (self.log.clone(), self.session.clone(), self.metrics.clone());
         let work = async move {
+            let started = std::time::Instant::now();
             let seqs = if batch.is_empty() {
                 Ok(Vec::new())
             } else {
                 log.append_batch(&session, batch).await
             };
+            let backend = log.backend();
+            metrics
+                .event_log_append
+                .with_label_values(&[backend])
+                .observe(started.elapsed().as_secs_f64());
+            if seqs.is_err() {
+                metrics.event_log_errors.with_label_values(&[backend]).inc();
+            }
             let mut seqs = match seqs {
                 Ok(s) => s.into_iter(),
                 Err(e) => {
@@ -564,7 +578,7 @@ impl Streams {
                     if st.fed.is_some() {
                         continue; // written from the log, in order, by `pull`
                     }
-                    Self::write(&self.session, &stream, st, item);
+                    Self::write(&self.metrics, &self.session, &stream, st, item);
                 }
                 Ready::Release { stream } => {
                     if let Some(w) = self.map.get_mut(&stream).and_then(|st| st.writer.take()) {
@@ -578,10 +592,16 @@ impl Streams {
         }
     }
 
-    fn write(session: &str, stream: &str, st: &mut StreamState, item: StreamItem) {
+    fn write(
+        metrics: &Metrics,
+        session: &str,
+        stream: &str,
+        st: &mut StreamState,
+        item: StreamItem,
+    ) {
         let Some(w) = &st.writer else { return };
         match w.try_send(item) {
-            Ok(()) => {}
+            Ok(()) => metrics.sse_events.inc(),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(
                     session,
@@ -608,7 +628,7 @@ impl Streams {
     }
 
     fn deliver_from_log(&mut self, stream: &Arc<str>, events: Vec<StoredEvent>) {
-        let session = self.session.clone();
+        let (session, metrics) = (self.session.clone(), self.metrics.clone());
         let Some(st) = self.map.get_mut(stream) else {
             return;
         };
@@ -627,7 +647,7 @@ impl Streams {
                 data: e.data,
                 retry_ms: None,
             };
-            Self::write(&session, stream, st, item);
+            Self::write(&metrics, &session, stream, st, item);
         }
         st.fed = Some(after);
         if st.foreign.as_ref().is_some_and(Foreign::complete) {
@@ -721,13 +741,22 @@ impl Streams {
                 let (events, meta, owner_alive) = match res {
                     Ok(r) => r,
                     Err(e) => {
-                        let err = match e {
+                        let (err, label) = match e {
                             StoreError::UnknownStream | StoreError::Ahead { .. } => {
-                                ResumeError::Unknown(last_event_id)
+                                (ResumeError::Unknown(last_event_id), "unknown")
                             }
-                            StoreError::Expired { .. } => ResumeError::Expired(last_event_id),
-                            StoreError::Unavailable(m) => ResumeError::Unavailable(m),
+                            StoreError::Expired { .. } => {
+                                (ResumeError::Expired(last_event_id), "expired")
+                            }
+                            StoreError::Unavailable(m) => {
+                                (ResumeError::Unavailable(m), "unavailable")
+                            }
                         };
+                        act.streams
+                            .metrics
+                            .sse_resumptions
+                            .with_label_values(&[label])
+                            .inc();
                         let _ = reply.send(Err(err));
                         return;
                     }
@@ -742,6 +771,11 @@ impl Streams {
                     return;
                 }
                 let streams = &mut act.streams;
+                streams
+                    .metrics
+                    .sse_resumptions
+                    .with_label_values(&["ok"])
+                    .inc();
                 let (tx, rx) = streams.channel(events.len());
                 let mut answered = HashSet::new();
                 for e in events {
@@ -752,6 +786,7 @@ impl Streams {
                         answered.insert(id);
                     }
                     if e.seq > seq && !e.data.is_empty() {
+                        streams.metrics.sse_replayed_events.inc();
                         let _ = tx.try_send(StreamItem::Event {
                             id: event_id(&stream, e.seq),
                             data: e.data,

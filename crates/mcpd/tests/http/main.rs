@@ -30,6 +30,7 @@ mod features;
 mod get_resume;
 mod lifecycle;
 mod limits;
+mod metrics;
 mod post;
 mod redis_store;
 mod scaleout;

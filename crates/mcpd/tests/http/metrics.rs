@@ -1,0 +1,199 @@
+//! Prometheus metrics on the admin listener: after a scripted mix of traffic
+//! (successes, a protocol error, a tool error, a cancellation, a good and a
+//! bad resumption, a DELETE) the counters moved by exactly the right amounts,
+//! and `promtool check metrics` accepts the scrape.
+
+use std::time::{Duration, Instant};
+
+use mcpd_testkit::{SseStream, TestServer};
+use serde_json::json;
+
+use crate::*;
+
+async fn scrape(admin: &str) -> String {
+    let r = reqwest::get(format!("{admin}/metrics"))
+        .await
+        .expect("scrape");
+    assert_eq!(r.status().as_u16(), 200);
+    let ct = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    assert!(ct.starts_with("text/plain; version=0.0.4"), "{ct}");
+    r.text().await.expect("body")
+}
+
+/// The value of the sample `series` (name with labels, exactly as rendered).
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(series)
+                .and_then(|rest| rest.strip_prefix(' '))
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
+    let server = TestServer::start_configured(|c| c.admin.listen = Some("127.0.0.1:0".into()));
+    let admin = server.admin_url.clone().expect("admin listener");
+    assert_eq!(
+        reqwest::get(format!("{admin}/healthz"))
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    assert_eq!(
+        reqwest::get(format!("{admin}/readyz"))
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+
+    let mut c = server.client();
+    c.initialize().await;
+    let call = |name: &str, args: serde_json::Value| call_params(name, args, None);
+    for _ in 0..2 {
+        c.call("tools/call", call("echo", json!({"message": "hi"})))
+            .await;
+    }
+    // A protocol error (unknown tool) and a tool error (arguments out of range).
+    let r = c
+        .request("tools/call", call("no_such_tool", json!({})))
+        .await;
+    assert_eq!(error_code(&r.last()), -32602);
+    let r = c
+        .request(
+            "tools/call",
+            call("big_payload", json!({"bytes": 1_000_000_000u64})),
+        )
+        .await;
+    assert_eq!(r.last()["result"]["isError"], json!(true));
+    // A cancellation.
+    let (_, _, mut slow) = c
+        .request_stream(
+            50,
+            "tools/call",
+            call_params(
+                "countdown",
+                json!({"steps": 100, "interval_ms": 50}),
+                Some(json!("p")),
+            ),
+        )
+        .await;
+    slow.next_within(Duration::from_secs(5)).await;
+    c.notify("notifications/cancelled", json!({"requestId": 50}))
+        .await;
+    // A resumption of a finished stream, and one with an id from nowhere.
+    let (_, _, mut s) = c
+        .request_stream(
+            60,
+            "tools/call",
+            call_params(
+                "countdown",
+                json!({"steps": 2, "interval_ms": 10}),
+                Some(json!("q")),
+            ),
+        )
+        .await;
+    let events = s.collect_all(Duration::from_secs(10)).await;
+    let first = events
+        .iter()
+        .find(|e| e.json().is_some())
+        .and_then(|e| e.id.clone())
+        .expect("an event with an id");
+    let resumed = SseStream::new(c.get(Some(&first)).await)
+        .collect_all(Duration::from_secs(10))
+        .await;
+    let replayed = resumed.iter().filter(|e| e.json().is_some()).count();
+    assert!(replayed >= 1);
+    assert_eq!(c.get(Some("nosuchstream-7")).await.status().as_u16(), 400);
+    assert_eq!(c.delete().await.status().as_u16(), 200);
+
+    // The cancelled call's outcome is counted when its actor stops.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let t = scrape(&admin).await;
+        if sample(
+            &t,
+            "mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"cancelled\"}",
+        ) >= 1.0
+            && sample(&t, "mcpd_sessions_active") == 0.0
+        {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "metrics did not settle:\n{t}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let v = |s: &str| sample(&text, s);
+    assert_eq!(v("mcpd_sessions_created_total"), 1.0);
+    assert_eq!(v("mcpd_sessions_deleted_total"), 1.0);
+    assert_eq!(
+        v("mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"ok\"}"),
+        3.0,
+        "2 echo + 1 finished countdown"
+    );
+    assert_eq!(
+        v("mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"error\"}"),
+        1.0
+    );
+    assert_eq!(
+        v("mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"tool_error\"}"),
+        1.0
+    );
+    assert_eq!(
+        v("mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"cancelled\"}"),
+        1.0
+    );
+    assert_eq!(
+        v("mcpd_jsonrpc_request_duration_seconds_count{method=\"tools/call\"}"),
+        5.0,
+        "durations of the finished ones"
+    );
+    assert_eq!(v("mcpd_requests_in_flight"), 0.0);
+    assert_eq!(v("mcpd_sse_resumptions_total{result=\"ok\"}"), 1.0);
+    assert_eq!(v("mcpd_sse_resumptions_total{result=\"unknown\"}"), 1.0);
+    assert_eq!(v("mcpd_sse_replayed_events_total"), replayed as f64);
+    assert!(v("mcpd_sse_events_sent_total") >= events.len() as f64);
+    assert!(v("mcpd_event_log_append_seconds_count{backend=\"memory\"}") >= 1.0);
+    assert_eq!(
+        v("mcpd_http_requests_total{method=\"DELETE\",status=\"200\"}"),
+        1.0
+    );
+    assert_eq!(
+        v("mcpd_http_requests_total{method=\"GET\",status=\"400\"}"),
+        1.0
+    );
+    assert!(v("mcpd_http_requests_total{method=\"POST\",status=\"200\"}") >= 6.0);
+    assert!(v("process_resident_memory_bytes") > 0.0);
+
+    // Prometheus' own linter accepts the exposition.
+    let mut promtool = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool is installed (apt-get install -y prometheus; scripts/test.sh does this)");
+    use std::io::Write;
+    promtool
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = promtool.wait_with_output().expect("promtool ran");
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
