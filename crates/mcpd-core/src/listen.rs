@@ -116,7 +116,6 @@ impl ListenActor {
         filter: ListenFilter,
         writer: StreamSender,
         manager: Arc<SessionManager>,
-        _server_info: Value,
     ) -> Self {
         Self {
             id,

@@ -548,10 +548,6 @@ impl SessionManager {
         }
         self.subscriptions.remove_if(uri, |_, set| set.is_empty());
     }
-
-    pub fn session_count(&self) -> usize {
-        self.sessions.len()
-    }
 }
 
 /// Serialised session records are JSON.

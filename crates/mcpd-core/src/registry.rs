@@ -204,10 +204,6 @@ impl Registry {
                 .map(|d| (p.clone(), d))
         })
     }
-
-    pub fn has_tools(&self) -> bool {
-        !self.snapshot().tools.is_empty()
-    }
 }
 
 /// Cuts one page out of `items`. Cursors are opaque to clients but checked

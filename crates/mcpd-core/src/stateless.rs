@@ -22,7 +22,7 @@ use mcpd_protocol::methods::{self as m, meta};
 use mcpd_protocol::types::{
     ClientCapabilities, Implementation, JsonObject, LoggingLevel, LoggingMessageParams,
 };
-use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion, RequestId};
+use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
@@ -364,7 +364,7 @@ impl Stateless {
         let limits = &self.manager.server().limits;
         let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
         let filter = ListenFilter::from_params(req.params.as_ref());
-        ListenActor::new(req.id, filter, tx, self.manager.clone(), self.server_info()).start();
+        ListenActor::new(req.id, filter, tx, self.manager.clone()).start();
         rx
     }
 }
@@ -519,9 +519,4 @@ impl Peer for StatelessPeer {
         });
         self.park().await
     }
-}
-
-/// Used by the transport: the id-less error for a request it refuses.
-pub fn error_body(id: Option<&RequestId>, e: &ErrorObject) -> Value {
-    jsonrpc::error_response(id, e)
 }
