@@ -15,6 +15,7 @@ use mcpd_protocol::types::{
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::context::RequestContext;
 use crate::handler::ToolError;
@@ -124,17 +125,25 @@ impl McpServer {
         params: Option<JsonObject>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
-        let mut watch = Outcome::start(self.metrics.clone(), Metrics::method_label(&method));
+        let tool = (method == m::TOOLS_CALL).then(|| {
+            let name = params.as_ref().and_then(|p| p.get("name")?.as_str());
+            Box::from(self.metrics.tool_label(name.unwrap_or("")))
+        });
+        let mut watch = Outcome::start(self.metrics.clone(), Metrics::method_label(&method), tool);
+        let span = request_span(&method, params.as_ref(), &ctx);
         let inner = self.dispatch_inner(method, params, ctx);
-        Box::pin(async move {
-            let out = inner.await;
-            watch.finish(match &out {
-                Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => "tool_error",
-                Ok(_) => "ok",
-                Err(_) => "error",
-            });
-            out
-        })
+        Box::pin(
+            async move {
+                let out = inner.await;
+                watch.finish(match &out {
+                    Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+                    Ok(_) => "ok",
+                    Err(_) => "error",
+                });
+                out
+            }
+            .instrument(span),
+        )
     }
 
     fn dispatch_inner(
@@ -240,7 +249,16 @@ impl McpServer {
             .tool(&params.name)
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)))?;
         let v = ctx.protocol_version();
-        let result = match tool.call(params.arguments.unwrap_or_default(), ctx).await {
+        let span = tracing::info_span!(
+            "mcp.tool",
+            otel.name = %format_args!("tool {}", params.name),
+            mcp.tool = %params.name
+        );
+        let called = tool
+            .call(params.arguments.unwrap_or_default(), ctx)
+            .instrument(span)
+            .await;
+        let result = match called {
             Ok(r) => r,
             Err(ToolError::Failed(msg)) => mcpd_protocol::types::CallToolResult::error(msg),
             Err(ToolError::InvalidArguments(msg)) if v >= ProtocolVersion::V2025_11_25 => {
@@ -304,6 +322,25 @@ impl McpServer {
     }
 }
 
+/// The span of one JSON-RPC request: a child of the current span (the HTTP
+/// request's), or of the client's trace when `params._meta` carries a W3C
+/// `traceparent`.
+fn request_span(method: &str, params: Option<&JsonObject>, ctx: &RequestContext) -> tracing::Span {
+    let span = tracing::info_span!(
+        "mcp.request",
+        otel.name = %method,
+        otel.kind = "server",
+        mcp.method = %method,
+        mcp.session_id = ctx.session_id().unwrap_or(""),
+        jsonrpc.id = %ctx.request_id()
+    );
+    if let Some(meta) = params.and_then(|p| p.get("_meta")) {
+        let field = |k: &str| meta.get(k).and_then(Value::as_str);
+        mcpd_telemetry::trace::continue_trace(&span, field("traceparent"), field("tracestate"));
+    }
+    span
+}
+
 fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(v)
         .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
@@ -313,16 +350,19 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
 struct Outcome {
     metrics: Arc<Metrics>,
     method: &'static str,
+    /// The `tool` label of a `tools/call`.
+    tool: Option<Box<str>>,
     start: std::time::Instant,
     done: bool,
 }
 
 impl Outcome {
-    fn start(metrics: Arc<Metrics>, method: &'static str) -> Self {
+    fn start(metrics: Arc<Metrics>, method: &'static str, tool: Option<Box<str>>) -> Self {
         metrics.requests_in_flight.inc();
         Self {
             metrics,
             method,
+            tool,
             start: std::time::Instant::now(),
             done: false,
         }
@@ -334,10 +374,21 @@ impl Outcome {
             .rpc_requests
             .with_label_values(&[self.method, outcome])
             .inc();
+        let seconds = self.start.elapsed().as_secs_f64();
         self.metrics
             .rpc_duration
             .with_label_values(&[self.method])
-            .observe(self.start.elapsed().as_secs_f64());
+            .observe(seconds);
+        if let Some(tool) = &self.tool {
+            self.metrics
+                .tool_calls
+                .with_label_values(&[tool, outcome])
+                .inc();
+            self.metrics
+                .tool_duration
+                .with_label_values(&[tool])
+                .observe(seconds);
+        }
     }
 }
 
@@ -349,6 +400,12 @@ impl Drop for Outcome {
                 .rpc_requests
                 .with_label_values(&[self.method, "cancelled"])
                 .inc();
+            if let Some(tool) = &self.tool {
+                self.metrics
+                    .tool_calls
+                    .with_label_values(&[tool, "cancelled"])
+                    .inc();
+            }
         }
     }
 }

@@ -43,6 +43,9 @@ pub enum InitializeError {
     /// The session directory could not record the session.
     #[error("the session store is unavailable ({0}); retry shortly")]
     Store(StoreError),
+    /// This process is shutting down; another replica can take the session.
+    #[error("This server is shutting down; retry (another replica will answer)")]
+    ShuttingDown,
 }
 
 /// A cloneable reference to one session, for the transport.
@@ -76,6 +79,7 @@ impl SessionHandle {
                 batch,
                 on_connection: false,
                 reply,
+                trace: tracing::Span::current(),
             })
             .map_err(map_send)?;
         rx.await.map_err(|_| SessionError::Gone)
@@ -91,6 +95,7 @@ impl SessionHandle {
                 batch: false,
                 on_connection: true,
                 reply,
+                trace: tracing::Span::current(),
             })
             .map_err(map_send)?;
         rx.await.map_err(|_| SessionError::Gone).map(|_| ())
@@ -154,6 +159,8 @@ pub struct SessionManager {
     /// Announcements waiting for holders' acknowledgements.
     acks: DashMap<u64, tokio::sync::mpsc::Sender<()>>,
     stats: Arc<Stats>,
+    /// Set on SIGTERM: readiness fails and new sessions are refused.
+    shutting_down: std::sync::atomic::AtomicBool,
 }
 
 impl SessionManager {
@@ -177,6 +184,7 @@ impl SessionManager {
             next_listener: Default::default(),
             acks: DashMap::new(),
             stats,
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -248,11 +256,18 @@ impl SessionManager {
         if seen > counted {
             self.server.metrics.mailbox_overloads.inc_by(seen - counted);
         }
+        let failures = self.log.failures();
+        let counted = self.server.metrics.redis_errors.get();
+        if failures > counted {
+            self.server.metrics.redis_errors.inc_by(failures - counted);
+        }
     }
 
     /// Readiness: the stores answer.
     pub async fn check_stores(&self) -> Result<(), StoreError> {
-        self.log.check().await
+        let result = self.log.check().await;
+        self.server.metrics.store_up.set(i64::from(result.is_ok()));
+        result
     }
 
     /// Forwards catalogue changes to sessions. Call once, inside a runtime.
@@ -323,6 +338,9 @@ impl SessionManager {
         params: Option<&serde_json::Map<String, Value>>,
     ) -> Result<(SessionHandle, Value), InitializeError> {
         let p: InitializeParams = parse_params(params).map_err(InitializeError::InvalidParams)?;
+        if self.is_shutting_down() {
+            return Err(InitializeError::ShuttingDown);
+        }
         let limit = self.server.limits.max_sessions;
         if self.sessions.len() >= limit {
             return Err(InitializeError::TooManySessions(limit));
@@ -442,6 +460,33 @@ impl SessionManager {
 
     /// Shutdown, first step: every `subscriptions/listen` stream gets its
     /// final result and is closed, so its client reconnects elsewhere.
+    /// Starts shutting down: readiness fails from now on and `initialize`
+    /// is refused, so load balancers send new sessions elsewhere.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.server.metrics.ready.set(0);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Readiness for `/readyz`: not shutting down, and the stores answer.
+    /// Keeps the `mcpd_ready` and `mcpd_store_up` gauges current.
+    pub async fn readiness(&self) -> Result<(), String> {
+        let store = self.check_stores().await;
+        let m = &self.server.metrics;
+        let result = if self.is_shutting_down() {
+            Err("shutting down".to_string())
+        } else {
+            store.map_err(|e| e.to_string())
+        };
+        m.ready.set(i64::from(result.is_ok()));
+        result
+    }
+
     pub fn shutdown_streams(&self) {
         for l in self.listeners.iter() {
             let _ = l.value().0.try_send(crate::listen::EndListen);

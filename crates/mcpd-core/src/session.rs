@@ -166,6 +166,9 @@ pub struct Post {
     /// Answer on the session's connection stream instead of a new stream.
     pub on_connection: bool,
     pub reply: oneshot::Sender<PostReply>,
+    /// The span of the HTTP request (or connection) that carried them: the
+    /// parent of their requests' spans and the context of their log lines.
+    pub trace: tracing::Span,
 }
 
 /// Open the standalone GET stream, or resume a stream after `last_event_id`.
@@ -569,6 +572,8 @@ impl Handler<Post> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: Post, ctx: &mut Context<Self>) {
+        let trace = msg.trace;
+        let _entered = trace.enter();
         self.last_activity = Instant::now();
         let mut requests = Vec::new();
         for message in msg.messages {

@@ -88,7 +88,11 @@ pub async fn connect(
         .config
         .keep_alive
         .min(std::time::Duration::from_secs(2));
-    Ok(crate::sse::sse_bytes_response(rx, keep_alive))
+    Ok(crate::sse::sse_bytes_response(
+        rx,
+        keep_alive,
+        state.sse_opened(),
+    ))
 }
 
 fn connection_of(req: &HttpRequest, state: &AppState) -> Result<Arc<Connection>, HttpError> {

@@ -70,6 +70,13 @@ pub struct AppState {
     pub config: HttpConfig,
 }
 
+impl AppState {
+    /// Counts an SSE response stream as open until its body is dropped.
+    pub fn sse_opened(&self) -> mcpd_telemetry::GaugeGuard {
+        self.manager.server().metrics.sse_stream_opened()
+    }
+}
+
 /// Mounts the MCP endpoint and health routes.
 pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
@@ -100,10 +107,18 @@ pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceCon
     }
 }
 
-/// Readiness: the stores answer (with Redis: a PING within its timeout).
+/// Readiness: not shutting down, and the stores answer (with Redis: a PING
+/// within its timeout).
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    match state.manager.check_stores().await {
+    readiness(&state.manager).await
+}
+
+/// The `/readyz` answer, for the main and the admin listener.
+pub async fn readiness(manager: &mcpd_core::SessionManager) -> HttpResponse {
+    match manager.readiness().await {
         Ok(()) => HttpResponse::Ok().body("ready"),
-        Err(e) => HttpResponse::ServiceUnavailable().body(format!("not ready: {e}")),
+        Err(e) => HttpResponse::ServiceUnavailable()
+            .insert_header(("Retry-After", "5"))
+            .body(format!("not ready: {e}")),
     }
 }

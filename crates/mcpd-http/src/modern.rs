@@ -92,7 +92,13 @@ pub async fn post(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpRes
         }
         m::SUBSCRIPTIONS_LISTEN => {
             let rx = state.stateless.listen(req);
-            Ok(sse_response(None, rx, state.config.keep_alive, None))
+            Ok(sse_response(
+                None,
+                rx,
+                state.config.keep_alive,
+                None,
+                state.sse_opened(),
+            ))
         }
         method if REMOVED_METHODS.contains(&method) || !McpServer::handles(method) => Err(rpc(
             StatusCode::NOT_FOUND,
@@ -116,7 +122,13 @@ pub async fn post(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpRes
                         .insert_header((header::CONTENT_TYPE, "application/json"))
                         .body(json))
                 }
-                other => Ok(sse_response(other, rx, state.config.keep_alive, None)),
+                other => Ok(sse_response(
+                    other,
+                    rx,
+                    state.config.keep_alive,
+                    None,
+                    state.sse_opened(),
+                )),
             }
         }
     }

@@ -7,6 +7,7 @@ use actix_web::http::header;
 use actix_web::HttpResponse;
 use bytes::{BufMut, Bytes, BytesMut};
 use mcpd_core::{StreamItem, StreamReceiver};
+use mcpd_telemetry::GaugeGuard;
 
 /// Encodes one item as SSE.
 pub fn encode(item: &StreamItem) -> Bytes {
@@ -46,18 +47,22 @@ pub fn sse_response(
     rx: StreamReceiver,
     keep_alive: Duration,
     session: Option<&str>,
+    open: GaugeGuard,
 ) -> HttpResponse {
     let start = tokio::time::Instant::now() + keep_alive;
     let tick = tokio::time::interval_at(start, keep_alive);
     let body = futures_util::stream::unfold(
-        (rx, first, tick),
-        |(mut rx, mut first, mut tick)| async move {
+        (rx, first, tick, open),
+        |(mut rx, mut first, mut tick, open)| async move {
             if let Some(item) = first.take() {
-                return Some((Ok::<_, actix_web::Error>(encode(&item)), (rx, None, tick)));
+                return Some((
+                    Ok::<_, actix_web::Error>(encode(&item)),
+                    (rx, None, tick, open),
+                ));
             }
             tokio::select! {
-                item = rx.recv() => item.map(|i| (Ok(encode(&i)), (rx, None, tick))),
-                _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, None, tick))),
+                item = rx.recv() => item.map(|i| (Ok(encode(&i)), (rx, None, tick, open))),
+                _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, None, tick, open))),
             }
         },
     );
@@ -75,15 +80,19 @@ pub fn sse_response(
 pub fn sse_bytes_response(
     rx: tokio::sync::mpsc::Receiver<Bytes>,
     keep_alive: Duration,
+    open: GaugeGuard,
 ) -> HttpResponse {
     let start = tokio::time::Instant::now() + keep_alive;
     let tick = tokio::time::interval_at(start, keep_alive);
-    let body = futures_util::stream::unfold((rx, tick), |(mut rx, mut tick)| async move {
-        tokio::select! {
-            item = rx.recv() => item.map(|b| (Ok::<_, actix_web::Error>(b), (rx, tick))),
-            _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, tick))),
-        }
-    });
+    let body = futures_util::stream::unfold(
+        (rx, tick, open),
+        |(mut rx, mut tick, open)| async move {
+            tokio::select! {
+                item = rx.recv() => item.map(|b| (Ok::<_, actix_web::Error>(b), (rx, tick, open))),
+                _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, tick, open))),
+            }
+        },
+    );
     HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, "text/event-stream"))
         .insert_header((header::CACHE_CONTROL, "no-cache"))

@@ -182,6 +182,7 @@ pub async fn post(
                     rx,
                     state.config.keep_alive,
                     Some(session.id()),
+                    state.sse_opened(),
                 )),
             }
         }
@@ -210,9 +211,11 @@ async fn initialize(
         Err(InitializeError::InvalidParams(e)) => {
             Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
         }
-        Err(e @ (InitializeError::TooManySessions(_) | InitializeError::Store(_))) => {
-            Err(HttpError::Unavailable(e.to_string()))
-        }
+        Err(
+            e @ (InitializeError::TooManySessions(_)
+            | InitializeError::Store(_)
+            | InitializeError::ShuttingDown),
+        ) => Err(HttpError::Unavailable(e.to_string())),
     }
 }
 
@@ -236,6 +239,7 @@ pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
         rx,
         state.config.keep_alive,
         Some(session.id()),
+        state.sse_opened(),
     ))
 }
 

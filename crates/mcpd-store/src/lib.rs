@@ -91,6 +91,11 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// A short name for logs and metrics (`memory`, `redis`).
     fn backend(&self) -> &'static str;
+
+    /// Store commands that failed so far (0 for a store that cannot fail).
+    fn failures(&self) -> u64 {
+        0
+    }
 }
 
 /// Sessions known to the deployment: id → the serialized state needed to

@@ -102,6 +102,8 @@ pub struct RedisStore {
     /// PUBLISH reaches every node of a cluster).
     pubsub_client: redis::Client,
     replica: String,
+    /// Commands that failed or timed out (for `mcpd_redis_errors_total`).
+    failures: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -179,6 +181,7 @@ impl RedisStore {
             cfg,
             pubsub_client,
             replica: replica.into(),
+            failures: Default::default(),
         }))
     }
 
@@ -224,7 +227,7 @@ impl RedisStore {
     where
         F: std::future::Future<Output = RedisResult<T>>,
     {
-        let handle = self.handle().await?;
+        let handle = self.handle().await.inspect_err(|_| self.failed())?;
         let result = match tokio::time::timeout(self.cfg.timeout, f(handle)).await {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => unavailable(&e).tap_failover(&e),
@@ -234,7 +237,13 @@ impl RedisStore {
             // The primary may have moved: ask the sentinels again next time.
             m.lock().await.1 = None;
         }
+        self.failed();
         Err(result.0)
+    }
+
+    fn failed(&self) {
+        self.failures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn key(&self, session: &str, suffix: &str) -> String {
@@ -381,6 +390,10 @@ impl EventLog for RedisStore {
 
     fn backend(&self) -> &'static str {
         "redis"
+    }
+
+    fn failures(&self) -> u64 {
+        self.failures.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

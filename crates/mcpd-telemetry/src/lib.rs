@@ -1,9 +1,11 @@
-//! mcpd's Prometheus metrics. One [`Metrics`] is made in `main` and passed
+//! mcpd's Prometheus metrics (and, in [`trace`], its logs and traces). One [`Metrics`] is made in `main` and passed
 //! down to core and the HTTP layer; `/metrics` on the admin listener renders
 //! it. Names follow Prometheus conventions (base units, `_total`,
 //! `_seconds`); labels are low-cardinality (MCP method names, HTTP methods
 //! and status codes, outcome classes, store backends) — never session ids
 //! or tool arguments. `docs/operations.md` lists every metric.
+
+pub mod trace;
 
 use prometheus::{
     Counter, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
@@ -28,6 +30,16 @@ pub struct Metrics {
     pub event_log_append: HistogramVec,
     pub event_log_errors: IntCounterVec,
     pub mailbox_overloads: IntCounter,
+    pub sse_streams_open: IntGauge,
+    pub store_up: IntGauge,
+    pub ready: IntGauge,
+    pub redis_errors: IntCounter,
+    pub auth_rejections: IntCounterVec,
+    pub rate_limited: IntCounterVec,
+    pub tool_calls: IntCounterVec,
+    pub tool_duration: HistogramVec,
+    /// Tools whose name is a label value (others are counted as `other`).
+    tool_labels: Vec<String>,
     process_cpu: Counter,
     process_rss: IntGauge,
 }
@@ -39,6 +51,12 @@ const LATENCY_BUCKETS: &[f64] = &[
 
 impl Metrics {
     pub fn new() -> Self {
+        Self::with_tool_labels(Vec::new())
+    }
+
+    /// Metrics whose per-tool series name only `tools` (the rest are
+    /// `other`), so a server with many tools keeps few series.
+    pub fn with_tool_labels(tools: Vec<String>) -> Self {
         let registry = Registry::new();
         let c = |name: &str, help: &str| {
             let m = IntCounter::new(name, help).expect("valid metric");
@@ -80,7 +98,7 @@ impl Metrics {
         registry
             .register(Box::new(process_cpu.clone()))
             .expect("unique metric");
-        Self {
+        let m = Self {
             sessions_active: g("mcpd_sessions_active", "Sessions held by this process."),
             sessions_created: c("mcpd_sessions_created_total", "Sessions created by initialize on this process."),
             sessions_expired: c("mcpd_sessions_expired_total", "Sessions ended here because they were idle too long."),
@@ -96,10 +114,26 @@ impl Metrics {
             event_log_append: hv("mcpd_event_log_append_seconds", "Latency of one event-log append batch (a flush), by backend.", &["backend"]),
             event_log_errors: cv("mcpd_event_log_errors_total", "Failed event-log operations, by backend.", &["backend"]),
             mailbox_overloads: c("mcpd_mailbox_overloads_total", "Messages refused because a session actor's mailbox was full (answered 503)."),
+            sse_streams_open: g("mcpd_sse_streams_open", "SSE response streams open (POST responses upgraded to SSE and GET streams)."),
+            store_up: g("mcpd_store_up", "1 when the session store answered its last check (Redis PING), else 0."),
+            ready: g("mcpd_ready", "1 while this process accepts new sessions (store reachable, not shutting down), else 0."),
+            redis_errors: c("mcpd_redis_errors_total", "Redis commands that failed or timed out."),
+            auth_rejections: cv("mcpd_auth_rejections_total", "Requests refused by authentication or authorization, by reason (missing_token, invalid_token, expired, wrong_audience, wrong_issuer, insufficient_scope, session_principal).", &["reason"]),
+            rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
+            tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
+            tool_duration: hv("mcpd_tool_call_duration_seconds", "Duration of tools/call requests by tool (configured names, else other).", &["tool"]),
+            tool_labels: tools,
             process_cpu,
             process_rss: g("process_resident_memory_bytes", "Resident memory size in bytes."),
             registry,
+        };
+        for reason in Self::AUTH_REASONS {
+            m.auth_rejections.with_label_values(&[reason]);
         }
+        for kind in ["request", "session"] {
+            m.rate_limited.with_label_values(&[kind]);
+        }
+        m
     }
 
     /// The MCP method label: known methods by name, anything else `other`,
@@ -127,6 +161,31 @@ impl Metrics {
             .find(|m| **m == method)
             .copied()
             .unwrap_or("other")
+    }
+
+    /// Reasons of `mcpd_auth_rejections_total` (all exported from the start,
+    /// at 0, so dashboards and alerts see the series before the first).
+    pub const AUTH_REASONS: &'static [&'static str] = &[
+        "missing_token",
+        "invalid_token",
+        "expired",
+        "wrong_audience",
+        "wrong_issuer",
+        "insufficient_scope",
+        "session_principal",
+    ];
+
+    /// Counts one open SSE stream until the guard is dropped.
+    pub fn sse_stream_opened(&self) -> GaugeGuard {
+        GaugeGuard::new(&self.sse_streams_open)
+    }
+
+    /// The `tool` label of `name`: itself when configured, else `other`.
+    pub fn tool_label<'a>(&'a self, name: &str) -> &'a str {
+        self.tool_labels
+            .iter()
+            .find(|t| *t == name)
+            .map_or("other", String::as_str)
     }
 
     /// The Prometheus text format of every metric, process metrics fresh.
@@ -160,6 +219,22 @@ impl Metrics {
                 self.process_rss.set(kib * 1024);
             }
         }
+    }
+}
+
+/// Holds a gauge one higher while alive.
+pub struct GaugeGuard(IntGauge);
+
+impl GaugeGuard {
+    pub fn new(gauge: &IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -69,6 +69,32 @@ pub struct Config {
     pub stateless: StatelessSection,
     pub admin: AdminSection,
     pub log: LogSection,
+    pub tracing: TracingSection,
+}
+
+/// OpenTelemetry trace export (OTLP over HTTP). The standard `OTEL_*`
+/// variables work too (`OTEL_EXPORTER_OTLP_ENDPOINT`, `..._HEADERS`,
+/// `OTEL_SERVICE_NAME`, `OTEL_BSP_*`, `OTEL_SDK_DISABLED`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TracingSection {
+    /// OTLP/HTTP base URL, e.g. `http://otel-collector:4318`; empty = off
+    /// unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+    pub otlp_endpoint: String,
+    pub service_name: String,
+    /// Fraction of new traces kept (0.0–1.0); a client's sampled trace is
+    /// always continued.
+    pub sample_ratio: f64,
+}
+
+impl Default for TracingSection {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: String::new(),
+            service_name: "mcpd".into(),
+            sample_ratio: 1.0,
+        }
+    }
 }
 
 /// The admin listener: metrics and health, apart from client traffic.
@@ -77,6 +103,9 @@ pub struct Config {
 pub struct AdminSection {
     /// Address for `/metrics`, `/healthz`, `/readyz`; off when unset.
     pub listen: Option<String>,
+    /// Tools whose name is a label of the per-tool metrics (others are
+    /// counted as `other`, so the number of series stays bounded).
+    pub metrics_tools: Vec<String>,
 }
 
 /// The 2026-07-28 (stateless) era.
@@ -276,7 +305,7 @@ impl Default for LogSection {
     }
 }
 
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "server",
     "http",
     "limits",
@@ -284,9 +313,15 @@ const SECTIONS: [&str; 7] = [
     "stateless",
     "admin",
     "log",
+    "tracing",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 3] = ["allowed_origins", "allowed_hosts", "state_keys"];
+const LIST_KEYS: [&str; 4] = [
+    "allowed_origins",
+    "allowed_hosts",
+    "state_keys",
+    "metrics_tools",
+];
 
 /// A configuration error: one line, naming the key.
 #[derive(Debug)]
@@ -371,6 +406,19 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
+        if !(0.0..=1.0).contains(&self.tracing.sample_ratio) {
+            return bad("tracing.sample_ratio", "must be between 0.0 and 1.0");
+        }
+        let endpoint = self.tracing.otlp_endpoint.trim();
+        if !endpoint.is_empty()
+            && !endpoint.starts_with("http://")
+            && !endpoint.starts_with("https://")
+        {
+            return bad(
+                "tracing.otlp_endpoint",
+                &format!("{endpoint:?} is not an http(s) URL like http://otel-collector:4318"),
+            );
+        }
         if self.listen_addr().is_err() {
             return bad(
                 "server.listen",
@@ -483,6 +531,15 @@ impl Config {
 
     pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
         self.server.listen.parse()
+    }
+
+    /// Trace export settings for [`mcpd_telemetry::trace::init`].
+    pub fn tracing(&self) -> mcpd_telemetry::trace::TracingConfig {
+        mcpd_telemetry::trace::TracingConfig {
+            otlp_endpoint: self.tracing.otlp_endpoint.clone(),
+            service_name: self.tracing.service_name.clone(),
+            sample_ratio: self.tracing.sample_ratio,
+        }
     }
 
     pub fn limits(&self) -> Limits {
@@ -618,6 +675,13 @@ fn env_value(key: &str, raw: &str) -> Value {
     }
     if let Ok(b) = raw.parse::<bool>() {
         return Value::Boolean(b);
+    }
+    if let Some(f) = raw
+        .parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite() && raw.contains('.'))
+    {
+        return Value::Float(f);
     }
     Value::String(raw.to_owned())
 }

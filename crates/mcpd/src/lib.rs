@@ -18,6 +18,7 @@ use mcpd_store::{
     ControlBus, EventLog, LocalBus, MemoryEventLog, MemorySessionDirectory, RedisBus, RedisStore,
     SessionDirectory,
 };
+use tracing::Instrument;
 
 pub mod config;
 pub mod stdio;
@@ -46,6 +47,7 @@ impl StopHandle {
     /// `graceful`: let in-flight HTTP responses finish (up to
     /// `server.shutdown_grace_secs`).
     pub async fn stop(&self, graceful: bool) {
+        self.manager.begin_shutdown();
         self.manager.shutdown_streams();
         self.http.stop(graceful).await;
         if let Some(admin) = &self.admin {
@@ -111,7 +113,8 @@ pub fn serve_with(
                     _ => "other",
                 };
                 let metrics = metrics.clone();
-                let fut = actix_web::dev::Service::call(srv, req);
+                let span = http_span(&req, method);
+                let fut = span.in_scope(|| actix_web::dev::Service::call(srv, req));
                 async move {
                     let res = fut.await?;
                     metrics
@@ -120,6 +123,7 @@ pub fn serve_with(
                         .inc();
                     Ok(res)
                 }
+                .instrument(span)
             })
     })
     .shutdown_timeout(config.server.shutdown_grace_secs)
@@ -152,6 +156,22 @@ pub fn serve_with(
     })
 }
 
+/// The span of one HTTP request, continuing the client's trace when it sent
+/// a W3C `traceparent` header.
+fn http_span(req: &actix_web::dev::ServiceRequest, method: &'static str) -> tracing::Span {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let span = tracing::info_span!(
+        "http.request",
+        otel.name = %format_args!("{method} {}", req.path()),
+        otel.kind = "server",
+        http.method = method,
+        http.target = %req.path(),
+        mcp.session_id = header("mcp-session-id").unwrap_or("")
+    );
+    mcpd_telemetry::trace::continue_trace(&span, header("traceparent"), header("tracestate"));
+    span
+}
+
 /// The protocol core, without a transport.
 pub struct Core {
     pub manager: Arc<SessionManager>,
@@ -176,6 +196,9 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         config.limits(),
     );
     server.instructions = config.server.instructions.clone();
+    server.metrics = Arc::new(mcpd_telemetry::Metrics::with_tool_labels(
+        config.admin.metrics_tools.clone(),
+    ));
     let replica = mcpd_core::new_replica_id();
     let (log, directory, bus): (
         Arc<dyn EventLog>,
@@ -210,6 +233,7 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
 /// and serves until SIGTERM/SIGINT. This is the whole of `main` for a custom
 /// server: `mcpd::run(&config, |registry| registry.add_tool(...))`.
 pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
+    let _telemetry = init_telemetry(config);
     if config.server.transport == Transport::Stdio {
         return run_stdio(config, extend);
     }
@@ -242,7 +266,7 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
 }
 
 /// Loads configuration the way the `mcpd` binary does (flags, `MCPD_*`
-/// environment, `--config FILE`) and sets up logging.
+/// environment, `--config FILE`). [`run`] sets up logging and tracing.
 pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
     use clap::Parser;
     let cli = Cli::parse();
@@ -254,22 +278,18 @@ pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
         );
         return Ok(None);
     }
-    init_logging(&config);
     Ok(Some(config))
 }
 
-fn init_logging(config: &Config) {
-    use config::LogFormat;
-    let filter = tracing_subscriber::EnvFilter::new(&config.log.level);
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr);
-    match config.log.format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+/// Installs logging and (when configured) trace export; keep the guard
+/// until the end of `main` so the last spans are flushed.
+pub fn init_telemetry(config: &Config) -> mcpd_telemetry::trace::TracingGuard {
+    use mcpd_telemetry::trace::LogFormat as Format;
+    let format = match config.log.format {
+        config::LogFormat::Human => Format::Human,
+        config::LogFormat::Json => Format::Json,
+    };
+    mcpd_telemetry::trace::init(format, &config.log.level, &config.tracing())
 }
 
 /// Resolves on SIGTERM or SIGINT, naming which.
@@ -347,12 +367,7 @@ fn admin_server(
             .route(
                 "/readyz",
                 web::get().to(|m: web::Data<Arc<SessionManager>>| async move {
-                    match m.check_stores().await {
-                        Ok(()) => HttpResponse::Ok().body("ready"),
-                        Err(e) => {
-                            HttpResponse::ServiceUnavailable().body(format!("not ready: {e}"))
-                        }
-                    }
+                    mcpd_http::readiness(&m).await
                 }),
             )
     })

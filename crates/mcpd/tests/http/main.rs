@@ -36,6 +36,7 @@ mod redis_store;
 mod scaleout;
 mod sdk_resume;
 mod stateless;
+mod tracing;
 
 use std::time::Duration;
 

@@ -38,7 +38,10 @@ fn sample(text: &str, series: &str) -> f64 {
 
 #[tokio::test]
 async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
-    let server = TestServer::start_configured(|c| c.admin.listen = Some("127.0.0.1:0".into()));
+    let server = TestServer::start_configured(|c| {
+        c.admin.listen = Some("127.0.0.1:0".into());
+        c.admin.metrics_tools = vec!["echo".into()];
+    });
     let admin = server.admin_url.clone().expect("admin listener");
     assert_eq!(
         reqwest::get(format!("{admin}/healthz"))
@@ -126,6 +129,7 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
             "mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"cancelled\"}",
         ) >= 1.0
             && sample(&t, "mcpd_sessions_active") == 0.0
+            && sample(&t, "mcpd_sse_streams_open") == 0.0
         {
             break t;
         }
@@ -158,6 +162,34 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
         "durations of the finished ones"
     );
     assert_eq!(v("mcpd_requests_in_flight"), 0.0);
+    // Per tool: configured names are labels, the rest is `other`.
+    let tool = |t: &str, o: &str| {
+        v(&format!(
+            "mcpd_tool_calls_total{{outcome=\"{o}\",tool=\"{t}\"}}"
+        ))
+    };
+    assert_eq!(tool("echo", "ok"), 2.0);
+    assert_eq!(tool("other", "ok"), 1.0, "the finished countdown");
+    assert_eq!(tool("other", "error"), 1.0, "the unknown tool");
+    assert_eq!(tool("other", "tool_error"), 1.0);
+    assert_eq!(tool("other", "cancelled"), 1.0);
+    assert_eq!(
+        v("mcpd_tool_call_duration_seconds_count{tool=\"echo\"}"),
+        2.0
+    );
+    assert!(
+        !text.contains("tool=\"countdown\"") && !text.contains("tool=\"no_such_tool\""),
+        "unconfigured tool names never become labels"
+    );
+    assert_eq!(v("mcpd_ready"), 1.0);
+    assert_eq!(v("mcpd_store_up"), 1.0);
+    assert_eq!(v("mcpd_redis_errors_total"), 0.0);
+    assert_eq!(
+        v("mcpd_auth_rejections_total{reason=\"invalid_token\"}"),
+        0.0,
+        "exported at 0 before the first"
+    );
+    assert!(text.contains("mcpd_rate_limited_total{kind=\"request\"} 0"));
     assert_eq!(v("mcpd_sse_resumptions_total{result=\"ok\"}"), 1.0);
     assert_eq!(v("mcpd_sse_resumptions_total{result=\"unknown\"}"), 1.0);
     assert_eq!(v("mcpd_sse_replayed_events_total"), replayed as f64);
@@ -195,5 +227,56 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
         "promtool check metrics: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// While a graceful stop drains in-flight requests, `/readyz` says so (load
+/// balancers stop sending work) and `mcpd_ready` drops to 0.
+#[tokio::test]
+async fn readiness_fails_once_shutdown_begins() {
+    let server = TestServer::start_configured(|c| {
+        c.admin.listen = Some("127.0.0.1:0".into());
+        c.server.shutdown_grace_secs = 20;
+    });
+    let admin = server.admin_url.clone().expect("admin listener");
+    let mut c = server.client();
+    c.initialize().await;
+    // A call that outlives the start of the shutdown keeps the drain going.
+    let (_, _, mut slow) = c
+        .request_stream(
+            9,
+            "tools/call",
+            call_params(
+                "countdown",
+                json!({"steps": 40, "interval_ms": 100}),
+                Some(json!("p")),
+            ),
+        )
+        .await;
+    slow.next_within(Duration::from_secs(5)).await;
+    server.shutdown();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = reqwest::get(format!("{admin}/readyz"))
+            .await
+            .expect("admin up while draining");
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap_or_default();
+        if status == 503 {
+            assert_eq!(body, "not ready: shutting down");
+            break;
+        }
+        assert!(Instant::now() < deadline, "readyz still {status} {body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(sample(&scrape(&admin).await, "mcpd_ready"), 0.0);
+    assert_eq!(
+        reqwest::get(format!("{admin}/healthz"))
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200,
+        "still alive"
     );
 }
