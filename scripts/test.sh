@@ -38,6 +38,7 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 command -v curl >/dev/null || apt_install curl
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
 command -v promtool >/dev/null || apt_install prometheus
+command -v chromium >/dev/null || apt_install chromium
 
 # --- lints -------------------------------------------------------------------
 if [ "${MCPD_SKIP_LINT:-0}" != 1 ]; then
@@ -108,6 +109,25 @@ if start_mcpd interop-server --toolset demo; then
   [ -n "$line" ] || { ip=0; if_=1; tail -20 "$LOGDIR/interop.err"; }
   count "$ip" "$if_"
 else count 0 1; fi
+
+# --- a real browser: CORS from an allowed and a foreign origin ----------------
+summarise() {  # summarise LABEL LOG : count "LABEL: N passed, M failed"
+  local line p f
+  line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
+  p=$(echo "$line" | sed -E "s/$1: ([0-9]+) passed.*/\1/"); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  [ -n "$line" ] || { p=0; f=1; echo "FAIL $1: no summary line (see $2)"; }
+  count "$p" "$f"
+}
+say "browser (headless Chromium) against its own mcpd"
+NODE_DIR="${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}/node"
+cp "$ROOT/tests/interop/browser.mjs" "$NODE_DIR/" 2>/dev/null
+(cd "$NODE_DIR" && MCPD_BIN="$MCPD_BIN" timeout 120 node browser.mjs) 2>"$LOGDIR/browser.err" | tee "$LOGDIR/browser.log"
+summarise browser "$LOGDIR/browser.log"
+
+# --- deploy assets: Helm chart (lint, render, validate), rules, dashboard ----------
+say "deploy checks (helm chart, manifests, alert rules)"
+MCPD_BIN="$MCPD_BIN" bash "$ROOT/scripts/check-deploy.sh" 2>"$LOGDIR/deploy.err" | tee "$LOGDIR/deploy.log"
+summarise deploy "$LOGDIR/deploy.log"
 
 say "logs in $LOGDIR"
 echo "all: $PASSED passed, $FAILED failed"

@@ -20,6 +20,8 @@ use mcpd_protocol::{ErrorObject, ProtocolVersion, RequestId};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use crate::caller::Caller;
+
 /// Why talking to the client failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PeerError {
@@ -98,6 +100,7 @@ struct Inner {
     session_id: Option<Arc<str>>,
     peer: Arc<dyn Peer>,
     ask_timeout: Duration,
+    caller: Caller,
     asks: std::sync::atomic::AtomicU64,
     cancelled: AtomicBool,
     cancel_notify: Notify,
@@ -112,6 +115,7 @@ pub struct ContextParts {
     pub session_id: Option<Arc<str>>,
     pub peer: Arc<dyn Peer>,
     pub ask_timeout: Duration,
+    pub caller: Caller,
 }
 
 impl RequestContext {
@@ -125,6 +129,7 @@ impl RequestContext {
                 session_id: p.session_id,
                 peer: p.peer,
                 ask_timeout: p.ask_timeout,
+                caller: p.caller,
                 asks: Default::default(),
                 cancelled: AtomicBool::new(false),
                 cancel_notify: Notify::new(),
@@ -139,6 +144,11 @@ impl RequestContext {
     /// The session this request belongs to, when the era has sessions.
     pub fn session_id(&self) -> Option<&str> {
         self.inner.session_id.as_deref()
+    }
+
+    /// Who sent the request (empty without auth).
+    pub fn caller(&self) -> &Caller {
+        &self.inner.caller
     }
 
     pub fn protocol_version(&self) -> ProtocolVersion {

@@ -66,6 +66,8 @@ pub struct McpServer {
     pub info: Implementation,
     /// The process's metrics (one registry, rendered on `/metrics`).
     pub metrics: Arc<Metrics>,
+    /// Log one `mcpd::audit` line per tool call (principal, tool, outcome).
+    pub audit_tool_calls: bool,
     pub instructions: Option<String>,
     pub registry: Registry,
     pub limits: Limits,
@@ -76,6 +78,7 @@ impl McpServer {
         Self {
             info,
             metrics: Arc::new(Metrics::new()),
+            audit_tool_calls: false,
             instructions: None,
             registry,
             limits,
@@ -130,6 +133,13 @@ impl McpServer {
             Box::from(self.metrics.tool_label(name.unwrap_or("")))
         });
         let mut watch = Outcome::start(self.metrics.clone(), Metrics::method_label(&method), tool);
+        if self.audit_tool_calls && method == m::TOOLS_CALL {
+            let name = params.as_ref().and_then(|p| p.get("name")?.as_str());
+            watch.audit = Some(Audit {
+                principal: ctx.caller().principal.clone(),
+                tool: name.unwrap_or("").into(),
+            });
+        }
         let span = request_span(&method, params.as_ref(), &ctx);
         let inner = self.dispatch_inner(method, params, ctx);
         Box::pin(
@@ -160,7 +170,10 @@ impl McpServer {
                 m::PING => Ok(Value::Object(JsonObject::new())),
                 m::TOOLS_LIST => {
                     let ListParams { cursor } = parse_params(p)?;
-                    let (tools, next_cursor) = this.registry.tools_page(cursor.as_deref())?;
+                    let caller = ctx.caller();
+                    let (tools, next_cursor) = this
+                        .registry
+                        .tools_page_where(cursor.as_deref(), |name| caller.sees_tool(name))?;
                     let tools = tools.into_iter().map(|t| t.for_version(v)).collect();
                     to_json(&ListToolsResult { tools, next_cursor })
                 }
@@ -346,12 +359,34 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
         .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
 }
 
+/// What the audit line of a tool call names (never its arguments).
+struct Audit {
+    principal: Option<Arc<str>>,
+    tool: Box<str>,
+}
+
+impl Outcome {
+    fn audit(&mut self, outcome: &str) {
+        if let Some(a) = self.audit.take() {
+            tracing::info!(
+                target: "mcpd::audit",
+                principal = a.principal.as_deref().unwrap_or("anonymous"),
+                tool = %a.tool,
+                outcome,
+                duration_ms = self.start.elapsed().as_millis() as u64,
+                "tool call"
+            );
+        }
+    }
+}
+
 /// Counts one request: in flight while alive, then its outcome and duration.
 struct Outcome {
     metrics: Arc<Metrics>,
     method: &'static str,
     /// The `tool` label of a `tools/call`.
     tool: Option<Box<str>>,
+    audit: Option<Audit>,
     start: std::time::Instant,
     done: bool,
 }
@@ -363,6 +398,7 @@ impl Outcome {
             metrics,
             method,
             tool,
+            audit: None,
             start: std::time::Instant::now(),
             done: false,
         }
@@ -370,6 +406,7 @@ impl Outcome {
 
     fn finish(&mut self, outcome: &str) {
         self.done = true;
+        self.audit(outcome);
         self.metrics
             .rpc_requests
             .with_label_values(&[self.method, outcome])
@@ -396,6 +433,7 @@ impl Drop for Outcome {
     fn drop(&mut self) {
         self.metrics.requests_in_flight.dec();
         if !self.done {
+            self.audit("cancelled");
             self.metrics
                 .rpc_requests
                 .with_label_values(&[self.method, "cancelled"])

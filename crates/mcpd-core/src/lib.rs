@@ -15,6 +15,7 @@
 //! - [`request`]: the request actor (one per in-flight request).
 //! - [`stream`]: what a response stream carries; event ids.
 
+pub mod caller;
 pub mod context;
 mod control;
 pub mod dispatch;
@@ -30,6 +31,7 @@ pub mod stateless;
 pub mod stats;
 pub mod stream;
 
+pub use caller::Caller;
 pub use context::RequestContext;
 pub use dispatch::{Limits, McpServer};
 pub use handler::{tool_fn, PromptProvider, ResourceProvider, Tool, ToolError};

@@ -16,6 +16,7 @@ use mcpd_store::{BusTarget, ControlBus, EventLog, SessionDirectory, StoreError};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
+use crate::caller::Caller;
 use crate::dispatch::McpServer;
 use crate::listen::ListenActor;
 use crate::registry::Change;
@@ -53,6 +54,8 @@ pub enum InitializeError {
 pub struct SessionHandle {
     id: Arc<str>,
     version: ProtocolVersion,
+    /// The principal that created the session, when auth is on.
+    owner: Option<Arc<str>>,
     addr: Addr<SessionActor>,
 }
 
@@ -66,11 +69,18 @@ impl SessionHandle {
         self.version
     }
 
+    /// Whether `caller` may use this session: the principal that created
+    /// it, or anyone when it was created without auth and none is given.
+    pub fn serves(&self, caller: &Caller) -> bool {
+        self.owner.as_deref() == caller.principal.as_deref()
+    }
+
     /// Hands the messages of one POST to the session.
     pub async fn post(
         &self,
         messages: Vec<Message>,
         batch: bool,
+        caller: Caller,
     ) -> Result<PostReply, SessionError> {
         let (reply, rx) = oneshot::channel();
         self.addr
@@ -80,6 +90,7 @@ impl SessionHandle {
                 on_connection: false,
                 reply,
                 trace: tracing::Span::current(),
+                caller,
             })
             .map_err(map_send)?;
         rx.await.map_err(|_| SessionError::Gone)
@@ -87,7 +98,11 @@ impl SessionHandle {
 
     /// Hands client messages to the session; everything they cause goes out
     /// on the connection stream (see [`Self::open_connection`]).
-    pub async fn post_on_connection(&self, messages: Vec<Message>) -> Result<(), SessionError> {
+    pub async fn post_on_connection(
+        &self,
+        messages: Vec<Message>,
+        caller: Caller,
+    ) -> Result<(), SessionError> {
         let (reply, rx) = oneshot::channel();
         self.addr
             .try_send(Post {
@@ -96,6 +111,7 @@ impl SessionHandle {
                 on_connection: true,
                 reply,
                 trace: tracing::Span::current(),
+                caller,
             })
             .map_err(map_send)?;
         rx.await.map_err(|_| SessionError::Gone).map(|_| ())
@@ -171,6 +187,11 @@ impl SessionManager {
         bus: Arc<dyn ControlBus>,
         stats: Arc<Stats>,
     ) -> Arc<Self> {
+        // Exported at 0 from the start, so alerts see the series.
+        server
+            .metrics
+            .event_log_errors
+            .with_label_values(&[log.backend()]);
         let instance: Arc<str> = Arc::from(bus.replica());
         Arc::new(Self {
             server,
@@ -336,6 +357,7 @@ impl SessionManager {
     pub async fn initialize(
         self: &Arc<Self>,
         params: Option<&serde_json::Map<String, Value>>,
+        caller: &Caller,
     ) -> Result<(SessionHandle, Value), InitializeError> {
         let p: InitializeParams = parse_params(params).map_err(InitializeError::InvalidParams)?;
         if self.is_shutting_down() {
@@ -347,7 +369,8 @@ impl SessionManager {
         }
         let version = ProtocolVersion::negotiate(&p.protocol_version);
         let id: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
-        let record = SessionRecord::new(version, p.capabilities, p.client_info);
+        let mut record = SessionRecord::new(version, p.capabilities, p.client_info);
+        record.owner = caller.principal.as_deref().map(str::to_owned);
         self.directory
             .put(&id, record.to_bytes())
             .await
@@ -369,6 +392,7 @@ impl SessionManager {
 
     fn start_actor(self: &Arc<Self>, id: Arc<str>, record: SessionRecord) -> SessionHandle {
         let version = record.version;
+        let owner = record.owner.as_deref().map(Arc::from);
         let init = SessionInit {
             id: id.clone(),
             record,
@@ -377,6 +401,7 @@ impl SessionManager {
         let handle = SessionHandle {
             id: id.clone(),
             version,
+            owner,
             addr,
         };
         self.sessions.insert(id, handle.clone());

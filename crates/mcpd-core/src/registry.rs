@@ -148,8 +148,23 @@ impl Registry {
         &self,
         cursor: Option<&str>,
     ) -> Result<(Vec<ToolDef>, Option<String>), ErrorObject> {
+        self.tools_page_where(cursor, |_| true)
+    }
+
+    /// A page of the tools whose name passes `visible` (pages count only
+    /// those, so a filtered caller gets full pages).
+    pub fn tools_page_where(
+        &self,
+        cursor: Option<&str>,
+        visible: impl Fn(&str) -> bool,
+    ) -> Result<(Vec<ToolDef>, Option<String>), ErrorObject> {
         let c = self.snapshot();
-        let defs: Vec<ToolDef> = c.tools.iter().map(|t| t.definition()).collect();
+        let defs: Vec<ToolDef> = c
+            .tools
+            .iter()
+            .map(|t| t.definition())
+            .filter(|d| visible(&d.name))
+            .collect();
         page("tools", defs, cursor, self.page_size)
     }
 

@@ -26,6 +26,7 @@ use mcpd_store::Touch;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::caller::Caller;
 use crate::context::{ContextParts, PeerError, RequestContext};
 use crate::control::Control;
 use crate::dispatch::McpServer;
@@ -68,6 +69,9 @@ pub struct SessionRecord {
     /// `None` until `logging/setLevel`: then everything from `info` up is sent.
     pub log_level: Option<LoggingLevel>,
     pub subscriptions: BTreeSet<String>,
+    /// The principal that created the session (when auth is on); only it
+    /// may use the session.
+    pub owner: Option<String>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -79,6 +83,8 @@ struct RecordWire {
     level: Option<LoggingLevel>,
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     subs: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    own: Option<String>,
 }
 
 impl SessionRecord {
@@ -93,6 +99,7 @@ impl SessionRecord {
             client_info,
             log_level: None,
             subscriptions: BTreeSet::new(),
+            owner: None,
         }
     }
 
@@ -103,6 +110,7 @@ impl SessionRecord {
             info: self.client_info.clone(),
             level: self.log_level,
             subs: self.subscriptions.clone(),
+            own: self.owner.clone(),
         })
     }
 
@@ -114,6 +122,7 @@ impl SessionRecord {
             client_info: w.info,
             log_level: w.level,
             subscriptions: w.subs,
+            owner: w.own,
         })
     }
 }
@@ -169,6 +178,8 @@ pub struct Post {
     /// The span of the HTTP request (or connection) that carried them: the
     /// parent of their requests' spans and the context of their log lines.
     pub trace: tracing::Span,
+    /// Who sent them.
+    pub caller: Caller,
 }
 
 /// Open the standalone GET stream, or resume a stream after `last_event_id`.
@@ -348,7 +359,13 @@ impl SessionActor {
     }
 
     /// Starts one client request on `stream`.
-    fn start_request(&mut self, r: Request, stream: &Arc<str>, ctx: &mut Context<Self>) {
+    fn start_request(
+        &mut self,
+        r: Request,
+        stream: &Arc<str>,
+        caller: &Caller,
+        ctx: &mut Context<Self>,
+    ) {
         let params = r.params.as_ref();
         let immediate: Option<Result<Value, ErrorObject>> = match r.method.as_str() {
             m::INITIALIZE => Some(Err(ErrorObject::new(
@@ -420,6 +437,7 @@ impl SessionActor {
             session_id: Some(self.id.clone()),
             peer: Arc::new(peer),
             ask_timeout: self.server.limits.client_request_timeout,
+            caller: caller.clone(),
         });
         let work = self.server.dispatch(r.method, r.params, rctx.clone());
         let actor = RequestActor::new(
@@ -574,6 +592,7 @@ impl Handler<Post> for SessionActor {
     fn handle(&mut self, msg: Post, ctx: &mut Context<Self>) {
         let trace = msg.trace;
         let _entered = trace.enter();
+        let caller = msg.caller;
         self.last_activity = Instant::now();
         let mut requests = Vec::new();
         for message in msg.messages {
@@ -606,7 +625,7 @@ impl Handler<Post> for SessionActor {
             }
         };
         for r in requests {
-            self.start_request(r, &stream, ctx);
+            self.start_request(r, &stream, &caller, ctx);
         }
         self.streams.flush(ctx);
     }

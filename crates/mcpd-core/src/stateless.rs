@@ -26,6 +26,7 @@ use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
+use crate::caller::Caller;
 use crate::context::{ContextParts, Peer, PeerError, RequestContext};
 use crate::listen::{ListenActor, ListenFilter};
 use crate::manager::SessionManager;
@@ -218,7 +219,7 @@ impl Stateless {
     /// Runs one request; its messages and outcome arrive on the returned
     /// stream (a JSON body unless something is emitted first). Dropping the
     /// receiver cancels the request. Call inside an actix arbiter.
-    pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta) -> StreamReceiver {
+    pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
         let limits = &self.manager.server().limits;
         let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
         let method = req.method.clone();
@@ -252,6 +253,7 @@ impl Stateless {
             session_id: None,
             peer: Arc::new(peer),
             ask_timeout: limits.client_request_timeout,
+            caller,
         });
         let work = self
             .manager

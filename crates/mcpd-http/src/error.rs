@@ -32,6 +32,20 @@ pub enum HttpError {
     Unavailable(String),
     #[error("Bad Request: could not read the request body: {0}")]
     Body(String),
+    /// Refused by authentication (401, or 400 for a malformed request) or
+    /// authorization (403), with the `WWW-Authenticate` challenge.
+    #[error("{message}")]
+    Unauthorized {
+        status: StatusCode,
+        challenge: String,
+        message: String,
+    },
+    /// Over a rate limit: 429 with `Retry-After`.
+    #[error("Too Many Requests: this client is over its rate of {what}; retry after {} s", crate::security::retry_after_secs(*retry_after))]
+    TooManyRequests {
+        retry_after: std::time::Duration,
+        what: &'static str,
+    },
     /// A JSON-RPC error with its own status, echoing the request id.
     #[error("{error}")]
     Rpc {
@@ -48,7 +62,9 @@ impl HttpError {
             Self::Parse(ParseError::Invalid(_)) => ErrorCode::INVALID_REQUEST,
             Self::BadRequest(_) => ErrorCode::INVALID_REQUEST,
             Self::Session(SessionError::Gone) => ErrorCode::SESSION_NOT_FOUND,
-            Self::Session(SessionError::Overloaded) | Self::Unavailable(_) => ErrorCode::OVERLOADED,
+            Self::Session(SessionError::Overloaded)
+            | Self::Unavailable(_)
+            | Self::TooManyRequests { .. } => ErrorCode::OVERLOADED,
             _ => ErrorCode::SERVER_ERROR,
         }
     }
@@ -57,7 +73,8 @@ impl HttpError {
 impl ResponseError for HttpError {
     fn status_code(&self) -> StatusCode {
         match self {
-            Self::Rpc { status, .. } => *status,
+            Self::Rpc { status, .. } | Self::Unauthorized { status, .. } => *status,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -81,6 +98,18 @@ impl ResponseError for HttpError {
         let mut res = HttpResponse::build(self.status_code());
         if self.status_code() == StatusCode::SERVICE_UNAVAILABLE {
             res.insert_header((header::RETRY_AFTER, "1"));
+        }
+        match self {
+            Self::Unauthorized { challenge, .. } => {
+                res.insert_header((header::WWW_AUTHENTICATE, challenge.as_str()));
+            }
+            Self::TooManyRequests { retry_after, .. } => {
+                res.insert_header((
+                    header::RETRY_AFTER,
+                    crate::security::retry_after_secs(*retry_after).to_string(),
+                ));
+            }
+            _ => {}
         }
         res.json(body)
     }

@@ -67,7 +67,7 @@ impl OriginPolicy {
         Ok(())
     }
 
-    fn origin_allowed(&self, origin: &str) -> bool {
+    pub fn origin_allowed(&self, origin: &str) -> bool {
         if self
             .allowed_origins
             .iter()

@@ -31,6 +31,8 @@ pub struct LegacyConnections {
 struct Connection {
     tx: mpsc::Sender<Bytes>,
     session: Mutex<Option<SessionHandle>>,
+    /// The principal that opened the connection (with auth on).
+    principal: Option<Arc<str>>,
 }
 
 impl Connection {
@@ -56,6 +58,7 @@ pub async fn connect(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, HttpError> {
     state.config.origins.check(&req)?;
+    let access = state.security.admit(&req, state.metrics()).await?;
     if !accepts(req.headers(), "text/event-stream") {
         return Err(HttpError::NotAcceptable(
             "Accept must list text/event-stream",
@@ -70,6 +73,7 @@ pub async fn connect(
     let conn = Arc::new(Connection {
         tx: tx.clone(),
         session: Mutex::new(None),
+        principal: access.caller.principal.clone(),
     });
     state.legacy.map.insert(id.clone(), conn.clone());
     // Closing the connection ends the session.
@@ -124,6 +128,7 @@ pub async fn message(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, HttpError> {
     state.config.origins.check(&req)?;
+    let access = state.security.admit(&req, state.metrics()).await?;
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -139,8 +144,15 @@ pub async fn message(
         return Err(HttpError::UnsupportedMediaType);
     }
     let conn = connection_of(&req, &state)?;
+    if conn.principal != access.caller.principal {
+        // Another principal's connection looks like no connection at all.
+        return Err(HttpError::Session(mcpd_core::SessionError::Gone));
+    }
     let bytes = read_body(&req, payload, state.config.max_body_bytes).await?;
     let body = Body::parse(&bytes)?;
+    state
+        .security
+        .check_scopes(&access, body.messages(), state.metrics())?;
     let init = body
         .messages()
         .iter()
@@ -160,14 +172,19 @@ pub async fn message(
             let Message::Request(r) = body.into_messages().remove(0) else {
                 unreachable!("checked above")
             };
-            initialize(&state.manager, &conn, r).await?;
+            state.security.admit_session(&access, state.metrics())?;
+            initialize(&state.manager, &conn, r, &access.caller).await?;
         }
         (None, None) => {
             return Err(HttpError::BadRequest(
                 "send initialize first on this connection".into(),
             ));
         }
-        (None, Some(session)) => session.post_on_connection(body.into_messages()).await?,
+        (None, Some(session)) => {
+            session
+                .post_on_connection(body.into_messages(), access.caller)
+                .await?
+        }
     }
     Ok(HttpResponse::Accepted().finish())
 }
@@ -176,8 +193,9 @@ async fn initialize(
     manager: &Arc<SessionManager>,
     conn: &Connection,
     r: mcpd_protocol::jsonrpc::Request,
+    caller: &mcpd_core::Caller,
 ) -> Result<(), HttpError> {
-    let answer = match manager.initialize(r.params.as_ref()).await {
+    let answer = match manager.initialize(r.params.as_ref(), caller).await {
         Ok((session, result)) => {
             let mut rx = session.open_connection().await?;
             *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);

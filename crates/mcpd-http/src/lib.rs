@@ -14,6 +14,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, Method};
+use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, HttpResponse};
 use mcpd_core::{SessionManager, Stateless};
 
@@ -21,10 +25,12 @@ pub mod error;
 pub mod guard;
 pub mod legacy_sse;
 pub mod modern;
+pub mod security;
 pub mod sse;
 pub mod transport;
 
 pub use guard::OriginPolicy;
+pub use security::Security;
 
 pub const SESSION_HEADER: &str = "Mcp-Session-Id";
 pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
@@ -68,9 +74,15 @@ pub struct AppState {
     /// Open 2024-11-05 HTTP+SSE connections.
     pub legacy: legacy_sse::LegacyConnections,
     pub config: HttpConfig,
+    /// Auth and rate limits.
+    pub security: Security,
 }
 
 impl AppState {
+    pub fn metrics(&self) -> &mcpd_telemetry::Metrics {
+        &self.manager.server().metrics
+    }
+
     /// Counts an SSE response stream as open until its body is dropped.
     pub fn sse_opened(&self) -> mcpd_telemetry::GaugeGuard {
         self.manager.server().metrics.sse_stream_opened()
@@ -82,21 +94,32 @@ pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceCon
     move |cfg| {
         let path = state.config.path.clone();
         if state.config.legacy_sse {
-            cfg.route(
-                &state.config.legacy_sse_path,
-                web::get().to(legacy_sse::connect),
+            cfg.service(
+                web::resource(state.config.legacy_sse_path.as_str())
+                    .wrap(from_fn(cors))
+                    .route(web::get().to(legacy_sse::connect))
+                    .route(web::method(Method::OPTIONS).to(security::preflight)),
             )
-            .route(
-                &state.config.legacy_messages_path,
-                web::post().to(legacy_sse::message),
+            .service(
+                web::resource(state.config.legacy_messages_path.as_str())
+                    .wrap(from_fn(cors))
+                    .route(web::post().to(legacy_sse::message))
+                    .route(web::method(Method::OPTIONS).to(security::preflight)),
             );
+        }
+        if let Some(auth) = &state.security.auth {
+            for p in auth.metadata_paths() {
+                cfg.route(&p, web::to(security::metadata));
+            }
         }
         cfg.app_data(state)
             .service(
                 web::resource(path)
+                    .wrap(from_fn(cors))
                     .route(web::post().to(transport::post))
                     .route(web::get().to(transport::get))
                     .route(web::delete().to(transport::delete))
+                    .route(web::method(Method::OPTIONS).to(security::preflight))
                     .default_service(web::to(transport::other_method)),
             )
             .route(
@@ -105,6 +128,38 @@ pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceCon
             )
             .route("/readyz", web::get().to(readyz));
     }
+}
+
+/// CORS for browser clients: a response to an allowed `Origin` names it
+/// and exposes the headers a client must read (requests from other origins
+/// were refused with 403 before reaching a handler).
+async fn cors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .filter(|o| {
+            let allowed = req.app_data::<web::Data<AppState>>().map(|s| {
+                s.config
+                    .origins
+                    .origin_allowed(o.to_str().unwrap_or("").trim())
+            });
+            allowed == Some(true)
+        })
+        .cloned();
+    let mut res = next.call(req).await?;
+    if let Some(origin) = origin {
+        let h = res.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            header::HeaderValue::from_static(security::EXPOSE_HEADERS),
+        );
+        h.append(header::VARY, header::HeaderValue::from_static("Origin"));
+    }
+    Ok(res)
 }
 
 /// Readiness: not shutting down, and the stores answer (with Redis: a PING

@@ -65,7 +65,12 @@ pub fn decode_header_value(v: &str) -> Result<String, String> {
 }
 
 /// `POST` of a message that claims the stateless era.
-pub async fn post(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpResponse, HttpError> {
+pub async fn post(
+    body: Body,
+    h: &HeaderMap,
+    state: &AppState,
+    caller: mcpd_core::Caller,
+) -> Result<HttpResponse, HttpError> {
     let message = match body {
         Body::Batch(_) => {
             return Err(HttpError::BadRequest(
@@ -106,7 +111,7 @@ pub async fn post(body: Body, h: &HeaderMap, state: &AppState) -> Result<HttpRes
             ErrorObject::method_not_found(method),
         )),
         _ => {
-            let mut rx = state.stateless.run(req, meta);
+            let mut rx = state.stateless.run(req, meta, caller);
             match rx.recv().await {
                 Some(StreamItem::Json(json)) => {
                     let status = match serde_json::from_slice::<Value>(&json)

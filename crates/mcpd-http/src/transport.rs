@@ -7,7 +7,9 @@ use actix_web::http::header::{self, HeaderMap};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use mcpd_core::{InitializeError, ModernMeta, PostReply, SessionError, SessionHandle, StreamItem};
+use mcpd_core::{
+    Caller, InitializeError, ModernMeta, PostReply, SessionError, SessionHandle, StreamItem,
+};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
 
@@ -56,14 +58,34 @@ fn store_unavailable(e: mcpd_core::StoreError) -> HttpError {
     ))
 }
 
-async fn session_of(state: &AppState, h: &HeaderMap) -> Result<SessionHandle, HttpError> {
+/// The session named by `Mcp-Session-Id`, if it exists and belongs to
+/// `caller`. Another principal's session is answered exactly like an
+/// unknown one (404), so ids cannot be probed.
+async fn session_of(
+    state: &AppState,
+    h: &HeaderMap,
+    caller: &Caller,
+) -> Result<SessionHandle, HttpError> {
     let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
-    state
+    let session = state
         .manager
         .find(id)
         .await
         .map_err(store_unavailable)?
-        .ok_or(HttpError::Session(SessionError::Gone))
+        .ok_or(HttpError::Session(SessionError::Gone))?;
+    if !session.serves(caller) {
+        state
+            .metrics()
+            .auth_rejections
+            .with_label_values(&["session_principal"])
+            .inc();
+        tracing::warn!(
+            session = session.id(),
+            "a request for a session created by another principal was refused (404)"
+        );
+        return Err(HttpError::Session(SessionError::Gone));
+    }
+    Ok(session)
 }
 
 pub(crate) async fn read_body(
@@ -95,6 +117,7 @@ pub async fn post(
 ) -> Result<HttpResponse, HttpError> {
     let h = req.headers();
     state.config.origins.check(&req)?;
+    let access = state.security.admit(&req, state.metrics()).await?;
     if !accepts(h, "application/json") || !accepts(h, "text/event-stream") {
         return Err(HttpError::NotAcceptable(
             "Accept must list both application/json and text/event-stream",
@@ -112,6 +135,9 @@ pub async fn post(
     }
     let bytes = read_body(&req, payload, state.config.max_body_bytes).await?;
     let body = Body::parse(&bytes)?;
+    state
+        .security
+        .check_scopes(&access, body.messages(), state.metrics())?;
 
     // Era routing, per request: a modern `_meta` claim is served statelessly
     // (even `initialize`, which that era does not have); a modern version
@@ -123,7 +149,7 @@ pub async fn post(
         Message::Response(_) => false,
     });
     if claims_modern {
-        return modern::post(body, h, &state).await;
+        return modern::post(body, h, &state, access.caller).await;
     }
     if let Some(v) = header_str(h, PROTOCOL_VERSION_HEADER)
         .filter(|v| ProtocolVersion::parse_modern(v).is_some())
@@ -148,7 +174,8 @@ pub async fn post(
                 "initialize must not be part of a JSON-RPC batch".into(),
             ));
         }
-        return initialize(body, h, &state).await;
+        state.security.admit_session(&access, state.metrics())?;
+        return initialize(body, h, &state, &access.caller).await;
     }
 
     if header_str(h, SESSION_HEADER).is_none() {
@@ -157,7 +184,7 @@ pub async fn post(
         // error code, so dual-era clients fall back to initialize.
         check_version_header(h)?;
     }
-    let session = session_of(&state, h).await?;
+    let session = session_of(&state, h, &access.caller).await?;
     check_version_header(h)?;
     if body.is_batch() && !session.version().allows_batches() {
         return Err(HttpError::BadRequest(format!(
@@ -166,7 +193,10 @@ pub async fn post(
         )));
     }
     let batch = body.is_batch();
-    match session.post(body.into_messages(), batch).await? {
+    match session
+        .post(body.into_messages(), batch, access.caller)
+        .await?
+    {
         PostReply::Accepted => Ok(HttpResponse::Accepted()
             .insert_header((SESSION_HEADER, session.id()))
             .finish()),
@@ -193,10 +223,11 @@ async fn initialize(
     body: Body,
     h: &HeaderMap,
     state: &AppState,
+    caller: &Caller,
 ) -> Result<HttpResponse, HttpError> {
     if header_str(h, SESSION_HEADER).is_some() {
         // A known session is already initialised; an unknown one is gone.
-        session_of(state, h).await?;
+        session_of(state, h, caller).await?;
         return Err(HttpError::BadRequest(
             "Session already initialized: send initialize without Mcp-Session-Id to start a new session".into(),
         ));
@@ -204,7 +235,7 @@ async fn initialize(
     let Message::Request(r) = body.into_messages().remove(0) else {
         unreachable!("checked by the caller: the body is one initialize request")
     };
-    match state.manager.initialize(r.params.as_ref()).await {
+    match state.manager.initialize(r.params.as_ref(), caller).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header((SESSION_HEADER, session.id()))
             .json(jsonrpc::response(&r.id, result))),
@@ -223,12 +254,13 @@ async fn initialize(
 pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, HttpError> {
     let h = req.headers();
     state.config.origins.check(&req)?;
+    let access = state.security.admit(&req, state.metrics()).await?;
     if !accepts(h, "text/event-stream") {
         return Err(HttpError::NotAcceptable(
             "Accept must list text/event-stream",
         ));
     }
-    let session = session_of(&state, h).await?;
+    let session = session_of(&state, h, &access.caller).await?;
     check_version_header(h)?;
     let last = header_str(h, "last-event-id")
         .filter(|s| !s.is_empty())
@@ -250,8 +282,12 @@ pub async fn delete(
 ) -> Result<HttpResponse, HttpError> {
     let h = req.headers();
     state.config.origins.check(&req)?;
+    let access = state.security.admit(&req, state.metrics()).await?;
     let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
     check_version_header(h)?;
+    if access.caller.principal.is_some() {
+        session_of(&state, h, &access.caller).await?;
+    }
     if state
         .manager
         .terminate(id)
@@ -267,6 +303,6 @@ pub async fn delete(
 /// Any other method on the MCP endpoint.
 pub async fn other_method() -> HttpResponse {
     HttpResponse::MethodNotAllowed()
-        .insert_header((header::ALLOW, "GET, POST, DELETE"))
+        .insert_header((header::ALLOW, "GET, POST, DELETE, OPTIONS"))
         .finish()
 }

@@ -133,6 +133,9 @@ impl Metrics {
         for kind in ["request", "session"] {
             m.rate_limited.with_label_values(&[kind]);
         }
+        for result in ["ok", "unknown", "expired", "unavailable"] {
+            m.sse_resumptions.with_label_values(&[result]);
+        }
         m
     }
 

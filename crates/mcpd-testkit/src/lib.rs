@@ -21,12 +21,14 @@ pub mod cluster;
 pub mod process;
 pub mod redis;
 pub mod sse;
+pub mod stub;
 
 pub use client::{McpClient, Reply, INIT_VERSION};
 pub use cluster::{RoundRobinProxy, TestCluster};
 pub use process::McpdProcess;
 pub use redis::{RedisCluster, RedisSentinel, RedisServer, SENTINEL_SERVICE};
 pub use sse::{SseEvent, SseStream};
+pub use stub::{StubRequest, StubResponse, StubServer};
 
 /// A running mcpd, stopped when dropped.
 pub struct TestServer {

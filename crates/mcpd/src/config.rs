@@ -70,6 +70,119 @@ pub struct Config {
     pub admin: AdminSection,
     pub log: LogSection,
     pub tracing: TracingSection,
+    pub auth: AuthSection,
+    pub tls: TlsSection,
+    pub rate_limit: RateLimitSection,
+}
+
+/// OAuth 2.1 resource server: bearer JWTs from the organisation's
+/// authorization server (`docs/security.md`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSection {
+    pub enabled: bool,
+    /// This server's public URL (the MCP endpoint), e.g.
+    /// `https://mcp.example.com/mcp`: `resource` in the metadata and the
+    /// audience tokens must carry.
+    pub resource: String,
+    pub authorization_servers: Vec<String>,
+    /// The `iss` tokens must carry (exact match).
+    pub issuer: String,
+    /// Further accepted audiences (besides `resource`).
+    pub audiences: Vec<String>,
+    pub jwks_url: String,
+    pub jwks_file: String,
+    /// PEM public keys or JWK/JWKS files.
+    pub key_files: Vec<String>,
+    pub algorithms: Vec<String>,
+    pub leeway_seconds: u64,
+    pub required_scopes: Vec<String>,
+    pub scopes_supported: Vec<String>,
+    pub method_scopes: std::collections::HashMap<String, Vec<String>>,
+    pub tool_scopes: std::collections::HashMap<String, Vec<String>>,
+    pub hide_unauthorized_tools: bool,
+    pub resource_name: Option<String>,
+    pub resource_documentation: Option<String>,
+    pub jwks_max_age_secs: u64,
+    pub jwks_min_refresh_secs: u64,
+    pub jwks_stale_grace_secs: u64,
+    /// One log line per tool call (principal, tool, outcome; never arguments).
+    pub audit_log: bool,
+}
+
+impl Default for AuthSection {
+    fn default() -> Self {
+        let p = mcpd_auth::JwksPolicy::default();
+        Self {
+            enabled: false,
+            resource: String::new(),
+            authorization_servers: Vec::new(),
+            issuer: String::new(),
+            audiences: Vec::new(),
+            jwks_url: String::new(),
+            jwks_file: String::new(),
+            key_files: Vec::new(),
+            algorithms: [
+                "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
+            ]
+            .map(String::from)
+            .to_vec(),
+            leeway_seconds: 30,
+            required_scopes: Vec::new(),
+            scopes_supported: Vec::new(),
+            method_scopes: Default::default(),
+            tool_scopes: Default::default(),
+            hide_unauthorized_tools: true,
+            resource_name: None,
+            resource_documentation: None,
+            jwks_max_age_secs: p.max_age.as_secs(),
+            jwks_min_refresh_secs: p.min_refresh_interval.as_secs(),
+            jwks_stale_grace_secs: p.stale_grace.as_secs(),
+            audit_log: true,
+        }
+    }
+}
+
+/// HTTPS on the main listener (both files set), reloaded when they change
+/// or on SIGHUP.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSection {
+    pub cert_file: String,
+    pub key_file: String,
+    /// How often the files are checked for changes.
+    pub reload_check_secs: u64,
+}
+
+impl Default for TlsSection {
+    fn default() -> Self {
+        Self {
+            cert_file: String::new(),
+            key_file: String::new(),
+            reload_check_secs: 30,
+        }
+    }
+}
+
+impl TlsSection {
+    pub fn enabled(&self) -> bool {
+        !self.cert_file.is_empty() && !self.key_file.is_empty()
+    }
+}
+
+/// Token buckets per principal (per client IP without auth); 0 = off.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitSection {
+    pub requests_per_second: f64,
+    /// Requests that may come at once (default: 2 × the rate, at least 10).
+    pub request_burst: f64,
+    pub sessions_per_minute: f64,
+    /// Sessions that may be created at once (default: the per-minute rate, at least 5).
+    pub session_burst: f64,
+    /// Header with the client IP behind a proxy (first address), e.g.
+    /// `X-Forwarded-For`; only trust it when the proxy sets it.
+    pub client_ip_header: String,
 }
 
 /// OpenTelemetry trace export (OTLP over HTTP). The standard `OTEL_*`
@@ -305,7 +418,10 @@ impl Default for LogSection {
     }
 }
 
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 11] = [
+    "auth",
+    "tls",
+    "rate_limit",
     "server",
     "http",
     "limits",
@@ -316,11 +432,17 @@ const SECTIONS: [&str; 8] = [
     "tracing",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 4] = [
+const LIST_KEYS: [&str; 10] = [
     "allowed_origins",
     "allowed_hosts",
     "state_keys",
     "metrics_tools",
+    "authorization_servers",
+    "audiences",
+    "key_files",
+    "algorithms",
+    "required_scopes",
+    "scopes_supported",
 ];
 
 /// A configuration error: one line, naming the key.
@@ -406,6 +528,7 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
+        self.validate_security()?;
         if !(0.0..=1.0).contains(&self.tracing.sample_ratio) {
             return bad("tracing.sample_ratio", "must be between 0.0 and 1.0");
         }
@@ -531,6 +654,176 @@ impl Config {
 
     pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
         self.server.listen.parse()
+    }
+
+    fn validate_security(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: String| Err(ConfigError(format!("{key}: {why}")));
+        if self.tls.cert_file.is_empty() != self.tls.key_file.is_empty() {
+            return bad(
+                "tls.cert_file",
+                "set both tls.cert_file and tls.key_file (or neither)".into(),
+            );
+        }
+        let r = &self.rate_limit;
+        for (k, v) in [
+            ("rate_limit.requests_per_second", r.requests_per_second),
+            ("rate_limit.request_burst", r.request_burst),
+            ("rate_limit.sessions_per_minute", r.sessions_per_minute),
+            ("rate_limit.session_burst", r.session_burst),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return bad(k, format!("{v} is not a rate (a number ≥ 0; 0 = off)"));
+            }
+        }
+        let a = &self.auth;
+        if !a.enabled {
+            return Ok(());
+        }
+        if let Err(e) = mcpd_auth::metadata_url(&a.resource) {
+            return bad(
+                "auth.resource",
+                format!(
+                    "{e}; set it to this server's public URL, e.g. https://mcp.example.com/mcp"
+                ),
+            );
+        }
+        let local = ["//localhost", "//127.0.0.1", "//[::1]"].iter().any(|h| {
+            a.resource
+                .to_ascii_lowercase()
+                .split_once(':')
+                .is_some_and(|(_, r)| r.starts_with(h))
+        });
+        if !a.resource.to_ascii_lowercase().starts_with("https://") && !local {
+            return bad(
+                "auth.resource",
+                "must be an https URL (http only for localhost)".into(),
+            );
+        }
+        if a.authorization_servers.is_empty() {
+            return bad(
+                "auth.authorization_servers",
+                "list at least one authorization server (issuer URL)".into(),
+            );
+        }
+        if a.issuer.is_empty() {
+            return bad(
+                "auth.issuer",
+                "set the issuer (iss) tokens must carry".into(),
+            );
+        }
+        let sources = [
+            !a.jwks_url.is_empty(),
+            !a.jwks_file.is_empty(),
+            !a.key_files.is_empty(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return bad(
+                "auth.jwks_url",
+                "set exactly one of auth.jwks_url, auth.jwks_file, auth.key_files".into(),
+            );
+        }
+        if self.auth_algorithms().is_err() {
+            return bad(
+                "auth.algorithms",
+                self.auth_algorithms().err().unwrap_or_default(),
+            );
+        }
+        if a.leeway_seconds > 300 {
+            return bad("auth.leeway_seconds", "at most 300".into());
+        }
+        Ok(())
+    }
+
+    fn auth_algorithms(&self) -> Result<Vec<mcpd_auth::Algorithm>, String> {
+        let mut out = Vec::new();
+        for name in &self.auth.algorithms {
+            let alg: mcpd_auth::Algorithm = name.parse().map_err(|_| {
+                format!("{name:?} is not a JWS algorithm (e.g. RS256, ES256, EdDSA)")
+            })?;
+            if alg.family() == mcpd_auth::AlgorithmFamily::Hmac {
+                return Err(format!("{name} is a shared-secret algorithm; only the authorization server's public-key algorithms are accepted"));
+            }
+            out.push(alg);
+        }
+        if out.is_empty() {
+            return Err("list at least one algorithm".into());
+        }
+        Ok(out)
+    }
+
+    /// The token validator, when `auth.enabled` (reads key files now).
+    pub fn authenticator(&self) -> Result<Option<mcpd_auth::Authenticator>, ConfigError> {
+        let a = &self.auth;
+        if !a.enabled {
+            return Ok(None);
+        }
+        let err = |key: &str, e: String| ConfigError(format!("{key}: {e}"));
+        let source = if !a.jwks_url.is_empty() {
+            mcpd_auth::KeySource::JwksUrl(a.jwks_url.clone())
+        } else if !a.jwks_file.is_empty() {
+            mcpd_auth::KeySource::Files(vec![a.jwks_file.clone().into()])
+        } else {
+            mcpd_auth::KeySource::Files(a.key_files.iter().map(Into::into).collect())
+        };
+        let policy = mcpd_auth::JwksPolicy {
+            max_age: Duration::from_secs(a.jwks_max_age_secs.max(1)),
+            min_refresh_interval: Duration::from_secs(a.jwks_min_refresh_secs),
+            stale_grace: Duration::from_secs(a.jwks_stale_grace_secs),
+            ..Default::default()
+        };
+        let keys =
+            mcpd_auth::KeyStore::new(source, policy).map_err(|e| err("auth.key_files", e))?;
+        let config = mcpd_auth::AuthConfig {
+            resource: a.resource.clone(),
+            authorization_servers: a.authorization_servers.clone(),
+            issuers: vec![a.issuer.clone()],
+            extra_audiences: a.audiences.clone(),
+            algorithms: self
+                .auth_algorithms()
+                .map_err(|e| err("auth.algorithms", e))?,
+            leeway_secs: a.leeway_seconds,
+            required_scopes: a.required_scopes.clone(),
+            method_scopes: a.method_scopes.clone(),
+            tool_scopes: a.tool_scopes.clone(),
+            scopes_supported: a.scopes_supported.clone(),
+            resource_name: a.resource_name.clone(),
+            resource_documentation: a.resource_documentation.clone(),
+            hide_unauthorized_tools: a.hide_unauthorized_tools,
+        };
+        mcpd_auth::Authenticator::new(config, keys)
+            .map(Some)
+            .map_err(|e| err("auth", e))
+    }
+
+    /// Rate limiters from `[rate_limit]` (each off at 0).
+    pub fn rate_limiters(
+        &self,
+    ) -> (
+        Option<mcpd_auth::RateLimiter>,
+        Option<mcpd_auth::RateLimiter>,
+    ) {
+        let r = &self.rate_limit;
+        let requests = (r.requests_per_second > 0.0).then(|| {
+            mcpd_auth::RateLimiter::new(mcpd_auth::RateSpec {
+                rate: r.requests_per_second,
+                burst: if r.request_burst >= 1.0 {
+                    r.request_burst
+                } else {
+                    (2.0 * r.requests_per_second).max(10.0)
+                },
+            })
+        });
+        let sessions = (r.sessions_per_minute > 0.0).then(|| {
+            mcpd_auth::RateLimiter::new(mcpd_auth::RateSpec {
+                rate: r.sessions_per_minute / 60.0,
+                burst: if r.session_burst >= 1.0 {
+                    r.session_burst
+                } else {
+                    r.sessions_per_minute.max(5.0)
+                },
+            })
+        });
+        (requests, sessions)
     }
 
     /// Trace export settings for [`mcpd_telemetry::trace::init`].

@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 pub mod config;
 pub mod stdio;
+mod tls;
 pub mod toolsets;
 
 pub use config::{Cli, Config, StoreBackend, Transport};
@@ -94,14 +95,35 @@ pub fn serve_with(
     extend: impl FnOnce(&Registry),
 ) -> std::io::Result<Running> {
     let Core { manager, stateless } = build(config, extend)?;
+    let invalid = |e: config::ConfigError| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+    };
+    let auth = config.authenticator().map_err(invalid)?.map(Arc::new);
+    if let Some(auth) = &auth {
+        // Fetch the JWKS now, not on the first request (a failure is logged
+        // and retried when a token arrives).
+        let keys = auth.keys().clone();
+        actix_rt::spawn(async move {
+            let _ = keys.refresh().await;
+        });
+    }
+    let (requests, sessions) = config.rate_limiters();
+    let security = mcpd_http::Security {
+        auth,
+        requests,
+        sessions,
+        client_ip_header: Some(config.rate_limit.client_ip_header.clone())
+            .filter(|h| !h.is_empty()),
+    };
     let state = web::Data::new(AppState {
         manager: manager.clone(),
         stateless,
         legacy: Default::default(),
         config: config.http(),
+        security,
     });
     let metrics = manager.server().metrics.clone();
-    let mut http = HttpServer::new(move || {
+    let http = HttpServer::new(move || {
         let metrics = metrics.clone();
         App::new()
             .configure(mcpd_http::configure(state.clone()))
@@ -134,8 +156,20 @@ pub fn serve_with(
         if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
             let _ = tcp.set_nodelay(true);
         }
-    })
-    .listen(listener)?;
+        if let Some(tls) = conn.downcast_ref::<TlsStream>() {
+            let _ = tls.get_ref().0.set_nodelay(true);
+        }
+    });
+    let mut http = if config.tls.enabled() {
+        let cert = tls::ReloadingCert::new(&config.tls)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        cert.watch(Duration::from_secs(config.tls.reload_check_secs));
+        let tls = tls::server_config(cert)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        http.listen_rustls_0_23(listener, tls)?
+    } else {
+        http.listen(listener)?
+    };
     if config.server.workers > 0 {
         http = http.workers(config.server.workers);
     }
@@ -172,6 +206,8 @@ fn http_span(req: &actix_web::dev::ServiceRequest, method: &'static str) -> trac
     span
 }
 
+type TlsStream = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
+
 /// The protocol core, without a transport.
 pub struct Core {
     pub manager: Arc<SessionManager>,
@@ -196,6 +232,7 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         config.limits(),
     );
     server.instructions = config.server.instructions.clone();
+    server.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
     server.metrics = Arc::new(mcpd_telemetry::Metrics::with_tool_labels(
         config.admin.metrics_tools.clone(),
     ));
@@ -251,7 +288,12 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
             ));
         }
         // Tests and scripts read the bound port from this line.
-        println!("mcpd listening on http://{local}{}", config.http.path);
+        let scheme = if config.tls.enabled() {
+            "https"
+        } else {
+            "http"
+        };
+        println!("mcpd listening on {scheme}://{local}{}", config.http.path);
         std::io::stdout().flush()?;
         let stop = running.stop_handle();
         actix_rt::spawn(async move {

@@ -74,7 +74,10 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                     send(&out, jsonrpc::error_response(Some(&r.id), &e)).await;
                     continue;
                 }
-                if s.post_on_connection(messages).await.is_err() {
+                if s.post_on_connection(messages, Default::default())
+                    .await
+                    .is_err()
+                {
                     tracing::error!("the session ended; stdio closes");
                     break;
                 }
@@ -83,7 +86,10 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                 for m in messages {
                     match m {
                         Message::Request(r) if r.method == methods::INITIALIZE => {
-                            match manager.initialize(r.params.as_ref()).await {
+                            match manager
+                                .initialize(r.params.as_ref(), &Default::default())
+                                .await
+                            {
                                 Ok((s, result)) => {
                                     send(&out, jsonrpc::response(&r.id, result)).await;
                                     forward(

@@ -363,7 +363,11 @@ async fn other_methods_are_405_with_allow() {
             .unwrap();
         let mut methods: Vec<&str> = allow.split(',').map(str::trim).collect();
         methods.sort_unstable();
-        assert_eq!(methods, ["DELETE", "GET", "POST"], "{method}: {allow}");
+        assert_eq!(
+            methods,
+            ["DELETE", "GET", "OPTIONS", "POST"],
+            "{method}: {allow}"
+        );
     }
 }
 

@@ -24,13 +24,16 @@
 //!   proxy: every feature, the TypeScript SDK flows, cancellations and
 //!   answers crossing replicas, kill -9 mid-call, a rolling restart.
 
+mod auth;
 mod backend;
 mod errors;
 mod features;
 mod get_resume;
+mod https;
 mod lifecycle;
 mod limits;
 mod metrics;
+mod node;
 mod post;
 mod redis_store;
 mod scaleout;

@@ -206,6 +206,36 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
     assert!(v("mcpd_http_requests_total{method=\"POST\",status=\"200\"}") >= 6.0);
     assert!(v("process_resident_memory_bytes") > 0.0);
 
+    // Every metric the Grafana dashboard and the alert rules query exists.
+    let families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for file in [
+        "deploy/grafana/mcpd-dashboard.json",
+        "deploy/prometheus/mcpd-rules.yaml",
+    ] {
+        let body = std::fs::read_to_string(root.join(file)).expect(file);
+        if file.ends_with(".json") {
+            serde_json::from_str::<serde_json::Value>(&body).expect("the dashboard is JSON");
+        }
+        let names = metric_names(&body);
+        assert!(names.len() >= 5, "{file} queries metrics: {names:?}");
+        for name in names {
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|f| families.contains(f))
+                .unwrap_or(&name);
+            assert!(
+                families.contains(&family),
+                "{file} queries {name}, which the scrape does not have"
+            );
+        }
+    }
+
     // Prometheus' own linter accepts the exposition.
     let mut promtool = std::process::Command::new("promtool")
         .args(["check", "metrics"])
@@ -228,6 +258,30 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Metric names (`mcpd_…`, `process_…`) mentioned in a dashboard or rules file.
+fn metric_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let start_ok = i == 0 || !word(bytes[i - 1]);
+        if start_ok && (text[i..].starts_with("mcpd_") || text[i..].starts_with("process_")) {
+            let end = (i..bytes.len())
+                .find(|&j| !word(bytes[j]))
+                .unwrap_or(bytes.len());
+            let name = text[i..end].to_string();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    names
 }
 
 /// While a graceful stop drains in-flight requests, `/readyz` says so (load

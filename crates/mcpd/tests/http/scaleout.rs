@@ -15,8 +15,8 @@
 //!
 //! Every replica logs at `info` to a file; failures print the logs' tails.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ use mcpd_testkit::cluster::UPSTREAM_HEADER;
 use mcpd_testkit::{McpClient, SseEvent, SseStream, TestCluster, INIT_VERSION};
 use serde_json::{json, Value};
 
+use crate::node::{interop_workdir, run_node};
 use crate::*;
 
 /// The error a resumed stream carries for a request whose server process died.
@@ -348,75 +349,6 @@ async fn demo_features_work_with_every_request_on_the_next_replica() {
 // (b) the TypeScript SDK through the proxy
 // ---------------------------------------------------------------------------
 
-fn interop_cache() -> PathBuf {
-    std::env::var_os("MCPD_INTEROP_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp/mcpd-interop-cache"))
-}
-
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-/// A work directory with the current `tests/interop/*.mjs` beside a
-/// `node_modules` link into the installed cache (the cache is not written).
-fn interop_workdir() -> mcpd_testkit::redis::TempDir {
-    let cache = interop_cache();
-    let modules = cache.join("node/node_modules");
-    for pkg in ["@modelcontextprotocol/sdk", "@modelcontextprotocol/client"] {
-        assert!(
-            modules.join(pkg).join("package.json").is_file(),
-            "the interop SDKs are not installed in {} ({pkg} missing): run `tests/interop/run.sh <url>` once first (it installs them there; set MCPD_INTEROP_CACHE for another place)",
-            cache.display()
-        );
-    }
-    let node = Command::new("node").arg("--version").output();
-    assert!(
-        node.as_ref().is_ok_and(|o| o.status.success()),
-        "node is not on PATH (needed for the interop clients): {node:?}"
-    );
-    let dir = mcpd_testkit::redis::TempDir::new("interop-rr");
-    std::os::unix::fs::symlink(&modules, dir.0.join("node_modules")).expect("symlink node_modules");
-    for e in std::fs::read_dir(interop_dir()).expect("tests/interop") {
-        let p = e.expect("dir entry").path();
-        if p.extension().is_some_and(|x| x == "mjs") {
-            std::fs::copy(&p, dir.0.join(p.file_name().unwrap())).expect("copy .mjs");
-        }
-    }
-    dir
-}
-
-/// Runs `node args…` in `dir` (120 s at most); its exit status and stdout.
-async fn run_node(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out_path = dir.join(format!("out-{}.txt", args.len()));
-    let err_path = dir.join(format!("err-{}.txt", args.len()));
-    let mut child = Command::new("node")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .expect("node starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    (
-        status,
-        std::fs::read_to_string(&out_path).unwrap_or_default(),
-        std::fs::read_to_string(&err_path).unwrap_or_default(),
-    )
-}
-
 /// The foundation interop flows (`tests/interop/session-flows.mjs`) of both
 /// official TypeScript SDK lines, session era, against three replicas
 /// through the round-robin proxy: `client.mjs` (@modelcontextprotocol/sdk
@@ -475,7 +407,7 @@ async fn run_interop_client(
     tolerated: Option<(&str, &str)>,
 ) -> Option<String> {
     let before = cl.proxy.hits().len();
-    let (status, out, err) = run_node(dir, args).await;
+    let (status, out, err) = run_node(dir, args, &[]).await;
     eprintln!("--- node {args:?}\n{out}");
     let is_tolerated = |l: &str| {
         tolerated.is_some_and(|(check, why)| l.starts_with(&format!("FAIL {prefix}{check}: {why}")))

@@ -1,0 +1,254 @@
+//! What stands in front of every MCP request after the Origin/Host check:
+//! the bearer token (401/400), the rate limits (429), the scopes a message
+//! needs (403), and CORS for browser clients. `spec/authorization.md` §8 is
+//! the order followed here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpRequest, HttpResponse};
+use mcpd_auth::{AuthError, Authenticator, Principal, RateLimiter};
+use mcpd_core::Caller;
+use mcpd_protocol::jsonrpc::Message;
+use mcpd_protocol::methods;
+use mcpd_telemetry::Metrics;
+
+use crate::error::HttpError;
+
+/// Auth and rate limits, from config; all off by default.
+#[derive(Default)]
+pub struct Security {
+    pub auth: Option<Arc<Authenticator>>,
+    /// Requests per principal (or client IP without auth).
+    pub requests: Option<RateLimiter>,
+    /// Sessions created per principal (or client IP).
+    pub sessions: Option<RateLimiter>,
+    /// Header carrying the client IP when behind a proxy (its first
+    /// address is used), e.g. `X-Forwarded-For`. Unset: the peer address.
+    pub client_ip_header: Option<String>,
+}
+
+impl std::fmt::Debug for Security {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Security")
+            .field("auth", &self.auth.is_some())
+            .field("requests", &self.requests.is_some())
+            .field("sessions", &self.sessions.is_some())
+            .finish()
+    }
+}
+
+/// Who a request comes from, once admitted.
+pub struct Access {
+    pub principal: Option<Principal>,
+    pub caller: Caller,
+    /// Rate-limit key: the principal, else the client IP.
+    key: String,
+}
+
+impl Security {
+    /// Authenticates (when auth is on) and applies the request rate limit.
+    pub async fn admit(&self, req: &HttpRequest, metrics: &Metrics) -> Result<Access, HttpError> {
+        let principal = match &self.auth {
+            None => None,
+            Some(auth) => {
+                let values: Vec<&str> = req
+                    .headers()
+                    .get_all(header::AUTHORIZATION)
+                    .filter_map(|v| v.to_str().ok())
+                    .collect();
+                let in_query = req
+                    .query_string()
+                    .split('&')
+                    .any(|kv| kv.split('=').next() == Some("access_token"));
+                match auth.authenticate(&values, in_query).await {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        metrics
+                            .auth_rejections
+                            .with_label_values(&[e.reason()])
+                            .inc();
+                        tracing::info!(reason = e.reason(), "request refused: {e}");
+                        return Err(unauthorized(auth, &e));
+                    }
+                }
+            }
+        };
+        let key = match &principal {
+            Some(p) => p.key(),
+            None => self.client_ip(req),
+        };
+        if let Some(limiter) = &self.requests {
+            if let Err(wait) = limiter.check(&key) {
+                metrics.rate_limited.with_label_values(&["request"]).inc();
+                return Err(HttpError::TooManyRequests {
+                    retry_after: wait,
+                    what: "requests",
+                });
+            }
+        }
+        let caller = Caller {
+            principal: principal.as_ref().map(|p| Arc::from(p.key())),
+            tools: match (&self.auth, &principal) {
+                (Some(auth), Some(p)) if auth.config().hide_unauthorized_tools => {
+                    let (auth, p) = (auth.clone(), p.clone());
+                    Some(Arc::new(move |tool: &str| auth.may_call(&p, tool)))
+                }
+                _ => None,
+            },
+        };
+        Ok(Access {
+            principal,
+            caller,
+            key,
+        })
+    }
+
+    /// The session-creation rate limit (on `initialize`).
+    pub fn admit_session(&self, access: &Access, metrics: &Metrics) -> Result<(), HttpError> {
+        if let Some(limiter) = &self.sessions {
+            if let Err(wait) = limiter.check(&access.key) {
+                metrics.rate_limited.with_label_values(&["session"]).inc();
+                return Err(HttpError::TooManyRequests {
+                    retry_after: wait,
+                    what: "new sessions",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Every request in `messages` must be covered by the caller's scopes:
+    /// the required ones, the method's and, for `tools/call`, the tool's.
+    pub fn check_scopes(
+        &self,
+        access: &Access,
+        messages: &[Message],
+        metrics: &Metrics,
+    ) -> Result<(), HttpError> {
+        let (Some(auth), Some(p)) = (&self.auth, &access.principal) else {
+            return Ok(());
+        };
+        for m in messages {
+            let Message::Request(r) = m else { continue };
+            let tool = (r.method == methods::TOOLS_CALL)
+                .then(|| r.params.as_ref()?.get("name")?.as_str())
+                .flatten();
+            let needed = auth.scopes_for(&r.method, tool);
+            let missing = p.missing(&needed);
+            if !missing.is_empty() {
+                metrics
+                    .auth_rejections
+                    .with_label_values(&["insufficient_scope"])
+                    .inc();
+                let what = match tool {
+                    Some(t) => format!("calling tool {t:?}"),
+                    None => r.method.clone(),
+                };
+                return Err(HttpError::Unauthorized {
+                    status: StatusCode::FORBIDDEN,
+                    challenge: auth.insufficient_scope(&needed, &missing),
+                    message: format!("Forbidden: {what} needs the scope {}", missing.join(" ")),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn client_ip(&self, req: &HttpRequest) -> String {
+        if let Some(name) = &self.client_ip_header {
+            if let Some(ip) = req
+                .headers()
+                .get(name.as_str())
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(',').next())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+            {
+                return ip.to_owned();
+            }
+        }
+        req.peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default()
+    }
+}
+
+fn unauthorized(auth: &Authenticator, e: &AuthError) -> HttpError {
+    let status = match e {
+        AuthError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::UNAUTHORIZED,
+    };
+    let message = match e {
+        AuthError::Missing => "Unauthorized: this server requires a bearer token (OAuth 2.1); see the resource_metadata in WWW-Authenticate".to_string(),
+        AuthError::Invalid { description, .. } => format!("Unauthorized: {description}"),
+        AuthError::BadRequest(d) => format!("Bad Request: {d}"),
+    };
+    HttpError::Unauthorized {
+        status,
+        challenge: auth.challenge(e),
+        message,
+    }
+}
+
+/// The Protected Resource Metadata document (RFC 9728), no token needed,
+/// readable from any origin.
+pub async fn metadata(
+    req: HttpRequest,
+    state: actix_web::web::Data<crate::AppState>,
+) -> HttpResponse {
+    let Some(auth) = &state.security.auth else {
+        return HttpResponse::NotFound().finish();
+    };
+    if req.method() != actix_web::http::Method::GET {
+        return HttpResponse::MethodNotAllowed()
+            .insert_header((header::ALLOW, "GET"))
+            .finish();
+    }
+    HttpResponse::Ok()
+        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
+        .insert_header((header::CACHE_CONTROL, "max-age=300"))
+        .json(auth.metadata())
+}
+
+/// Request headers a browser MCP client sends (both eras).
+const ALLOW_HEADERS: &str = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
+/// Response headers a browser client must be able to read.
+pub const EXPOSE_HEADERS: &str = "Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version";
+
+/// A CORS preflight (`OPTIONS`): answered without a token; 403 for an
+/// origin that is not allowed.
+pub async fn preflight(
+    req: HttpRequest,
+    state: actix_web::web::Data<crate::AppState>,
+) -> Result<HttpResponse, HttpError> {
+    state.config.origins.check(&req)?;
+    let mut allow = ALLOW_HEADERS.to_string();
+    // The 2026-07-28 era's Mcp-Param-* headers, whatever the tool names.
+    if let Some(requested) = req
+        .headers()
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .and_then(|v| v.to_str().ok())
+    {
+        for h in requested.split(',').map(str::trim) {
+            if h.to_ascii_lowercase().starts_with("mcp-param-") && h.len() < 128 {
+                allow.push_str(", ");
+                allow.push_str(h);
+            }
+        }
+    }
+    Ok(HttpResponse::NoContent()
+        .insert_header((
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            "GET, POST, DELETE, OPTIONS",
+        ))
+        .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, allow))
+        .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
+        .finish())
+}
+
+/// Seconds for a `Retry-After` header (at least 1).
+pub fn retry_after_secs(d: Duration) -> u64 {
+    d.as_secs_f64().ceil().max(1.0) as u64
+}

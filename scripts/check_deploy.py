@@ -1,0 +1,851 @@
+#!/usr/bin/env python3
+"""Checks mcpd's deploy assets: the Helm chart (helm/mcpd), the plain
+manifests rendered from it (deploy/kubernetes), the Prometheus rules, the
+Grafana dashboard and the Dockerfile.
+
+Run it through scripts/check-deploy.sh, which provides a venv with the pinned
+helm-python-sdk (Helm's own engine, no helm binary) and kubernetes-validate
+(helm/requirements-check.txt). Prints one line per check, `PASS name` or
+`FAIL name: reason`, then `deploy: N passed, M failed`; exits 0 only when
+nothing failed.
+
+Rendered manifests are validated strictly (unknown fields are errors)
+against Kubernetes 1.30, the oldest version the chart supports (Chart.yaml
+kubeVersion; the preStop sleep handler needs it), and against the newest
+version kubernetes-validate knows.
+
+Options:
+  --write-manifests  re-render deploy/kubernetes/ from values-production.yaml
+                     (without it, a stale copy fails the check)
+  --scrape FILE      a /metrics scrape of a running mcpd: every metric the
+                     dashboard and the rules query must be there (`# TYPE`)
+  --list-metrics     print the metric names the dashboard and rules query
+Environment: MCPD_BIN (default target/debug/mcpd, or $CARGO_TARGET_DIR/debug/mcpd).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import traceback
+from pathlib import Path
+
+import yaml
+
+import helm_python as helm
+from kubernetes_validate import utils as kv
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "helm" / "mcpd"
+DEPLOY = ROOT / "deploy"
+MANIFESTS = DEPLOY / "kubernetes"
+RULES = DEPLOY / "prometheus" / "mcpd-rules.yaml"
+RULES_TEST = DEPLOY / "prometheus" / "mcpd-rules.test.yaml"
+DASHBOARD = DEPLOY / "grafana" / "mcpd-dashboard.json"
+RELEASE = "mcpd"
+NAMESPACE = "mcpd"
+# The oldest Kubernetes the chart supports, and the newest the validator knows.
+KUBE_MIN = "1.30.0"
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "HTTPRoute"}
+# Sections the chart writes that mcpd is gaining; a check-config failure
+# naming one of them is reported as such.
+NEW_SECTIONS = ("auth", "tls", "rate_limit", "tracing")
+MANIFEST_HEADER = (
+    "# Generated from helm/mcpd with values-production.yaml (release {release}, namespace {ns})\n"
+    "# by scripts/check-deploy.sh --write-manifests. Do not edit: change the chart\n"
+    "# or the values and re-run it.\n"
+)
+
+# Cached: every validate() call would otherwise re-read the definitions.
+kv.schema_contents = functools.lru_cache(maxsize=None)(kv.schema_contents)
+
+
+class Fail(Exception):
+    """A check's failure, with the reason."""
+
+
+def need(cond, reason):
+    if not cond:
+        raise Fail(reason)
+
+
+class Report:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def run(self, name, fn, *args):
+        try:
+            fn(*args)
+        except Fail as e:
+            self.fail(name, str(e))
+        except Exception as e:  # a bug in the check or an unexpected input
+            here = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == __file__]
+            where = f" (check_deploy.py:{here[-1].lineno})" if here else ""
+            self.fail(name, f"{type(e).__name__}: {e}{where}")
+        else:
+            self.ok(name)
+
+    def ok(self, name):
+        self.passed += 1
+        print(f"PASS {name}", flush=True)
+
+    def fail(self, name, reason):
+        self.failed += 1
+        reason = " ".join(str(reason).split())
+        print(f"FAIL {name}: {reason}", flush=True)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def load_values(*files, **overrides):
+    values = {}
+    for f in files:
+        values = deep_merge(values, yaml.safe_load((CHART / f).read_text()) or {})
+    return deep_merge(values, overrides.get("set", {}))
+
+
+def deep_merge(a, b):
+    out = copy.deepcopy(a)
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def chart():
+    return helm.Chart.load(str(CHART))
+
+
+def render(values):
+    """Template path -> rendered text (NOTES.txt included)."""
+    return chart().render(values, name=RELEASE, namespace=NAMESPACE)
+
+
+def objects(rendered):
+    """(template path, object) for every Kubernetes object rendered."""
+    out = []
+    for path, text in sorted(rendered.items()):
+        if not path.endswith((".yaml", ".yml")):
+            continue
+        for doc in yaml.safe_load_all(text):
+            if doc:
+                out.append((path, doc))
+    return out
+
+
+def find(objs, kind, name=None):
+    return [o for _, o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+
+
+def one(objs, kind, name=None):
+    found = find(objs, kind, name)
+    need(len(found) == 1, f"expected one {kind}{' ' + name if name else ''}, found {len(found)}")
+    return found[0]
+
+
+def pod_spec(obj):
+    return obj["spec"]["template"]["spec"]
+
+
+def mcpd_container(deploy):
+    cs = [c for c in pod_spec(deploy)["containers"] if c["name"] == "mcpd"]
+    need(len(cs) == 1, "the Deployment has no container named mcpd")
+    return cs[0]
+
+
+def container_env(container, placeholders=True):
+    """The container's environment as Kubernetes builds it: $(VAR) expanded,
+    Secret references replaced by placeholders of the right shape."""
+    env = {}
+    for e in container.get("env", []):
+        name = e["name"]
+        if "value" in e:
+            env[name] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                               lambda m: env.get(m.group(1), m.group(0)), e["value"])
+        elif "secretKeyRef" in e.get("valueFrom", {}):
+            env[name] = secret_placeholder(name, e["valueFrom"]["secretKeyRef"]["key"])
+        else:
+            env[name] = "placeholder"
+    return env
+
+
+def secret_placeholder(var, key):
+    if var == "MCPD_STORE_REDIS_URL":
+        return "redis://:placeholder@redis.placeholder:6379/0"
+    if var == "MCPD_STATELESS_STATE_KEYS":
+        return "k1:" + "A" * 43 + "="
+    return "placeholder-" + re.sub(r"[^A-Za-z0-9]", "", key)
+
+
+def mcpd_config(objs):
+    """(toml text, parsed config with MCPD_* env overrides) of the release."""
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    args = c.get("args", [])
+    need("--config" in args, "mcpd is not started with --config")
+    path = args[args.index("--config") + 1]
+    mount = [m for m in c.get("volumeMounts", []) if m["mountPath"] == path]
+    need(mount, f"--config {path} is not a mounted file")
+    vol = [v for v in pod_spec(deploy)["volumes"] if v["name"] == mount[0]["name"]]
+    need(vol and "configMap" in vol[0], f"{path} does not come from a ConfigMap")
+    cm = one(objs, "ConfigMap", vol[0]["configMap"]["name"])
+    key = mount[0].get("subPath", "mcpd.toml")
+    need(key in cm.get("data", {}), f"ConfigMap {cm['metadata']['name']} has no key {key}")
+    text = cm["data"][key]
+    cfg = tomllib.loads(text)
+    for var, value in container_env(c).items():
+        m = re.fullmatch(r"MCPD_(SERVER|ADMIN|STORE)_(\w+)", var)
+        if m:
+            cfg.setdefault(m.group(1).lower(), {})[m.group(2).lower()] = value
+    return text, cfg
+
+
+def port_of(addr, key):
+    m = re.fullmatch(r"(.+):(\d+)", addr or "")
+    need(m, f"{key} {addr!r} is not host:port")
+    return m.group(1), int(m.group(2))
+
+
+def resolve(container, port):
+    """A probe/Service port (name or number) -> container port number."""
+    if isinstance(port, int):
+        return port
+    for p in container.get("ports", []):
+        if p.get("name") == port:
+            return p["containerPort"]
+    raise Fail(f"container {container['name']} has no port named {port!r}")
+
+
+def labels_match(selector, labels):
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+def scenarios():
+    """Name -> values. Every example values file, the defaults, and two sets
+    that reach the templates' other branches."""
+    return {
+        "default": {},
+        "dev": load_values("values-dev.yaml"),
+        "production": load_values("values-production.yaml"),
+        # Scale-out with the bundled Redis (password from a Secret), static
+        # JWKS keys from a Secret, Gateway API, NetworkPolicy, PDB.
+        "bundled-redis": {
+            "replicaCount": 2,
+            "redis": {"bundled": {"enabled": True, "persistence": {"enabled": True, "size": "2Gi"}},
+                      "existingSecret": "mcpd-redis", "existingSecretPasswordKey": "password"},
+            "mcpd": {"stateKeys": {"existingSecret": "mcpd-state-keys"}},
+            "auth": {"enabled": True, "jwksSecret": {"name": "mcpd-jwks"}, "issuer": "https://auth.example.com",
+                     "authorizationServers": ["https://auth.example.com"]},
+            "httpRoute": {"enabled": True, "hostnames": ["mcp.example.com"],
+                          "parentRefs": [{"name": "public", "namespace": "gateway", "sectionName": "https"}]},
+            "networkPolicy": {"enabled": True},
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": False},
+                        "grafanaDashboard": {"enabled": True}},
+        },
+        # mcpd terminating TLS behind Traefik, the Redis URL in a Secret,
+        # HPA on memory, rate limits.
+        "mcpd-tls": {
+            "tls": {"enabled": True, "existingSecret": "mcpd-tls"},
+            "ingress": {"enabled": True, "className": "traefik", "controller": "traefik",
+                        "tls": [{"secretName": "mcp-tls", "hosts": ["mcp.example.com"]}]},
+            "redis": {"existingSecret": "mcpd-redis", "existingSecretUrlKey": "url", "cluster": True},
+            "mcpd": {"stateKeys": {"existingSecret": "mcpd-state-keys"}, "port": 8443, "adminPort": 9464},
+            "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 4,
+                            "targetCPUUtilizationPercentage": None, "targetMemoryUtilizationPercentage": 80},
+            "rateLimit": {"enabled": True, "requestsPerSecond": 5, "requestBurst": 10},
+            "service": {"type": "LoadBalancer", "port": 443},
+        },
+    }
+
+
+# ---------------------------------------------------------------- per-scenario checks
+
+
+def check_lint(values):
+    report = helm.lint(str(CHART), values, strict=True, namespace=NAMESPACE, kube_version="v" + KUBE_MIN)
+    problems = [f"{m['path']}: {m['error'].strip()}" for m in report["messages"] if m["severity"] >= 2]
+    problems += [e.strip() for e in report.get("errors", []) if e.strip() and not any(e.strip() in p for p in problems)]
+    need(not problems, "; ".join(problems))
+
+
+def check_kube_validate(objs):
+    errors = []
+    versions = sorted({KUBE_MIN, kv.latest_version()})
+    for path, o in objs:
+        for version in versions:
+            try:
+                kv.validate(o, version, strict=True)
+            except kv.SchemaNotFoundError:
+                if o["kind"] not in CRD_KINDS:
+                    errors.append(f"{path}: no schema for {o['kind']} {o['apiVersion']} in Kubernetes {version}")
+            except kv.ValidationError as e:
+                where = ".".join(str(p) for p in e.path)
+                errors.append(f"{path} {o['kind']}/{o['metadata']['name']} (k8s {version}) {where}: {e.message}")
+    need(not errors, "; ".join(errors[:5]))
+
+
+def check_crds(objs):
+    """CRD kinds have no schema in kubernetes-validate: check what we rely on."""
+    for o in find(objs, "ServiceMonitor"):
+        need(o["apiVersion"] == "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
+        spec = o["spec"]
+        svcs = [s for s in find(objs, "Service") if labels_match(spec["selector"]["matchLabels"], s["metadata"].get("labels", {}))]
+        need(len(svcs) == 1, f"ServiceMonitor selects {len(svcs)} Services (want the metrics Service only)")
+        svc = svcs[0]
+        need(spec.get("namespaceSelector", {}).get("matchNames") == [NAMESPACE], "ServiceMonitor namespaceSelector")
+        need(spec.get("jobLabel") and svc["metadata"]["labels"].get(spec["jobLabel"]) == "mcpd",
+             "ServiceMonitor jobLabel must give job=\"mcpd\" (the rules and dashboard select it)")
+        names = {p["name"] for p in svc["spec"]["ports"]}
+        for ep in spec["endpoints"]:
+            need(ep["port"] in names, f"ServiceMonitor endpoint port {ep['port']!r} not in Service {svc['metadata']['name']}")
+            need(ep.get("path") == "/metrics", "ServiceMonitor path must be /metrics")
+            for k in ("interval", "scrapeTimeout"):
+                need(re.fullmatch(r"(\d+(ms|s|m|h))+", ep.get(k, "30s")), f"ServiceMonitor {k} is not a duration")
+    for o in find(objs, "PrometheusRule"):
+        need(o["apiVersion"] == "monitoring.coreos.com/v1", "PrometheusRule apiVersion")
+        want = yaml.safe_load(RULES.read_text())["groups"]
+        need(o["spec"]["groups"] == want, "PrometheusRule groups differ from deploy/prometheus/mcpd-rules.yaml")
+    for o in find(objs, "HTTPRoute"):
+        need(o["apiVersion"] == "gateway.networking.k8s.io/v1", "HTTPRoute apiVersion")
+        spec = o["spec"]
+        need(spec.get("parentRefs") and all("name" in p for p in spec["parentRefs"]), "HTTPRoute needs parentRefs with names")
+        svc = one(objs, "Service", spec["rules"][0]["backendRefs"][0]["name"])
+        for rule in spec["rules"]:
+            for ref in rule["backendRefs"]:
+                need(ref["name"] == svc["metadata"]["name"] and ref["port"] in [p["port"] for p in svc["spec"]["ports"]],
+                     f"HTTPRoute backendRef {ref} matches no Service port")
+            for k, v in rule.get("timeouts", {}).items():
+                need(k in ("request", "backendRequest") and re.fullmatch(r"(\d+(ms|s|m|h))+", v), f"HTTPRoute timeouts.{k}={v!r}")
+
+
+def check_ports_and_probes(objs):
+    _, cfg = mcpd_config(objs)
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    host, listen = port_of(cfg.get("server", {}).get("listen"), "server.listen")
+    need(host in ("0.0.0.0", "[::]", "::"), f"server.listen binds {host}: unreachable from other pods (use 0.0.0.0)")
+    admin = cfg.get("admin", {}).get("listen")
+    need(admin, "admin.listen is not set: no /metrics")
+    ahost, aport = port_of(admin, "admin.listen")
+    need(ahost in ("0.0.0.0", "[::]", "::"), f"admin.listen binds {ahost}")
+    need(resolve(c, "http") == listen, f"container port http={resolve(c, 'http')} but server.listen port is {listen}")
+    need(resolve(c, "metrics") == aport, f"container port metrics={resolve(c, 'metrics')} but admin.listen port is {aport}")
+    tls = bool(cfg.get("tls", {}).get("cert_file"))
+    for kind, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        probe = c.get(kind)
+        need(probe and "httpGet" in probe, f"no {kind} with httpGet")
+        g = probe["httpGet"]
+        need(g["path"] == path, f"{kind} path {g['path']!r}, want {path}")
+        p = resolve(c, g["port"])
+        need(p in (listen, aport), f"{kind} port {p} is neither server.listen ({listen}) nor admin.listen ({aport})")
+        want_scheme = "HTTPS" if tls and p == listen else "HTTP"
+        need(g.get("scheme", "HTTP") == want_scheme, f"{kind} scheme {g.get('scheme', 'HTTP')}, want {want_scheme} ([tls] {'on' if tls else 'off'})")
+    pod_labels = deploy["spec"]["template"]["metadata"]["labels"]
+    need(labels_match(deploy["spec"]["selector"]["matchLabels"], pod_labels), "Deployment selector does not match its pod labels")
+    services = [s for s in find(objs, "Service") if labels_match(s["spec"]["selector"], pod_labels)]
+    need(services, "no Service selects mcpd's pods")
+    main = one(objs, "Service", deploy["metadata"]["name"])
+    for s in services:
+        for p in s["spec"]["ports"]:
+            target = resolve(c, p.get("targetPort", p["port"]))
+            want = aport if s is not main else listen
+            need(target == want, f"Service {s['metadata']['name']} port {p['name']} -> {target}, want {want}")
+    need(all(resolve(c, p["targetPort"]) != aport for p in main["spec"]["ports"]), "the main Service exposes the admin port")
+    need(any(resolve(c, p["targetPort"]) == aport for s in services for p in s["spec"]["ports"]), "no Service reaches the admin port")
+    for ing in find(objs, "Ingress"):
+        for rule in ing["spec"]["rules"]:
+            for p in rule["http"]["paths"]:
+                b = p["backend"]["service"]
+                need(b["name"] == main["metadata"]["name"], f"Ingress backend {b['name']} is not the main Service")
+                svc_port = [sp for sp in main["spec"]["ports"] if sp.get("name") == b["port"].get("name") or sp["port"] == b["port"].get("number")]
+                need(svc_port, f"Ingress backend port {b['port']} not on Service {b['name']}")
+    for np in find(objs, "NetworkPolicy"):
+        if labels_match(np["spec"]["podSelector"]["matchLabels"], pod_labels):
+            for rule in np["spec"].get("ingress", []):
+                for p in rule.get("ports", []):
+                    resolve(c, p["port"])
+    # The bundled Redis: mcpd's URL names its Service and port.
+    for sts in find(objs, "StatefulSet"):
+        rc = pod_spec(sts)["containers"][0]
+        rsvc = [s for s in find(objs, "Service") if labels_match(s["spec"]["selector"], sts["spec"]["template"]["metadata"]["labels"])]
+        need(len(rsvc) == 1, "the bundled Redis needs exactly one Service")
+        url = cfg["store"].get("redis_url", "")
+        m = re.fullmatch(r"redis://(?:[^@]*@)?([^:/]+):(\d+)(/\d+)?", url)
+        need(m, f"store.redis_url {url!r} is not a redis:// URL")
+        need(m.group(1) == rsvc[0]["metadata"]["name"], f"store.redis_url host {m.group(1)} is not the Redis Service")
+        sp = [p for p in rsvc[0]["spec"]["ports"] if p["port"] == int(m.group(2))]
+        need(sp and resolve(rc, sp[0]["targetPort"]) == 6379, "store.redis_url port does not reach Redis' 6379")
+
+
+def check_security(objs):
+    for kind in ("Deployment", "StatefulSet"):
+        for o in find(objs, kind):
+            spec = pod_spec(o)
+            psc = spec.get("securityContext", {})
+            where = f"{kind}/{o['metadata']['name']}"
+            need(psc.get("runAsNonRoot") is True, f"{where}: pod runAsNonRoot")
+            need(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault", f"{where}: pod seccomp RuntimeDefault")
+            need(spec.get("automountServiceAccountToken") is False, f"{where}: automountServiceAccountToken should be false")
+            for c in spec["containers"] + spec.get("initContainers", []):
+                sc = c.get("securityContext", {})
+                need(sc.get("readOnlyRootFilesystem") is True, f"{where}/{c['name']}: readOnlyRootFilesystem")
+                need(sc.get("allowPrivilegeEscalation") is False, f"{where}/{c['name']}: allowPrivilegeEscalation")
+                need(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{where}/{c['name']}: capabilities.drop [ALL]")
+                need(sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True, f"{where}/{c['name']}: runAsNonRoot")
+                need(sc.get("seccompProfile", psc.get("seccompProfile", {})).get("type") == "RuntimeDefault", f"{where}/{c['name']}: seccomp")
+                need(c.get("resources", {}).get("requests"), f"{where}/{c['name']}: no resource requests")
+
+
+def check_labels(objs):
+    want = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+            "app.kubernetes.io/managed-by", "app.kubernetes.io/component", "helm.sh/chart")
+    for path, o in objs:
+        labels = o["metadata"].get("labels", {})
+        missing = [k for k in want if k not in labels]
+        need(not missing, f"{o['kind']}/{o['metadata']['name']} lacks {', '.join(missing)}")
+        need(o["metadata"].get("namespace") == NAMESPACE, f"{o['kind']}/{o['metadata']['name']} has no namespace")
+        need(len(o["metadata"]["name"]) <= 63, f"{o['kind']} name {o['metadata']['name']} is longer than 63")
+    deploy = one(objs, "Deployment")
+    pod_labels = deploy["spec"]["template"]["metadata"]["labels"]
+    for kind in ("PodDisruptionBudget",):
+        for o in find(objs, kind):
+            need(labels_match(o["spec"]["selector"]["matchLabels"], pod_labels), f"{kind} does not select mcpd's pods")
+    for o in find(objs, "HorizontalPodAutoscaler"):
+        ref = o["spec"]["scaleTargetRef"]
+        need(ref["kind"] == "Deployment" and ref["name"] == deploy["metadata"]["name"], "HPA does not target the Deployment")
+        need("replicas" not in deploy["spec"], "with an HPA the Deployment must not set replicas (every upgrade would reset it)")
+    for tsc in pod_spec(deploy).get("topologySpreadConstraints", []):
+        need(labels_match(tsc["labelSelector"]["matchLabels"], pod_labels), "a topology spread constraint does not select mcpd's pods")
+
+
+def check_shutdown(objs):
+    _, cfg = mcpd_config(objs)
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    grace = int(cfg.get("server", {}).get("shutdown_grace_secs", 10))
+    sleep = int(c.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0))
+    tgps = pod_spec(deploy).get("terminationGracePeriodSeconds", 30)
+    need(tgps > sleep + grace, f"terminationGracePeriodSeconds {tgps} <= preStop sleep {sleep} + server.shutdown_grace_secs {grace}")
+    need("exec" not in c.get("lifecycle", {}).get("preStop", {}), "preStop exec needs a shell the distroless image does not have")
+    strat = deploy["spec"].get("strategy", {}).get("rollingUpdate", {})
+    need(strat.get("maxUnavailable") in (0, "0", "0%"), "rolling updates should add pods before removing any (maxUnavailable 0)")
+
+
+def check_config_accepted(objs, bin_path):
+    """The ConfigMap's mcpd.toml, with the container's environment, passes
+    `mcpd --check-config`. Files mcpd reads from mounted Secrets get
+    placeholders of the right kind."""
+    need(bin_path.is_file() and os.access(bin_path, os.X_OK), f"{bin_path} not found: build mcpd (cargo build -p mcpd) or set MCPD_BIN")
+    text, _ = mcpd_config(objs)
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    with tempfile.TemporaryDirectory(prefix="mcpd-check-") as tmp:
+        tmp = Path(tmp)
+        volumes = {v["name"]: v for v in pod_spec(deploy).get("volumes", [])}
+        for m in c.get("volumeMounts", []):
+            vol = volumes.get(m["name"], {})
+            if "secret" not in vol:
+                continue
+            local = tmp / m["mountPath"].strip("/")
+            local.mkdir(parents=True, exist_ok=True)
+            for item in vol["secret"].get("items", []):
+                placeholder_file(local / item["path"], item["key"])
+            text = text.replace(m["mountPath"].rstrip("/") + "/", str(local) + "/")
+        (tmp / "mcpd.toml").write_text(text)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
+        env.update(container_env(c))
+        args = list(c.get("args", []))
+        args[args.index("--config") + 1] = str(tmp / "mcpd.toml")
+        p = subprocess.run([str(bin_path), *args, "--check-config"], env=env, capture_output=True, text=True, timeout=30)
+        if p.returncode != 0:
+            msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+            msg = msg[-1] if msg else f"exit {p.returncode}"
+            new = [s for s in NEW_SECTIONS if re.search(rf"\b{s}\b", msg) and f"[{s}]" in text]
+            hint = f" (this mcpd does not accept the [{new[0]}] section yet)" if new and "unknown field" in msg else ""
+            raise Fail(f"exit {p.returncode}: {msg}{hint}")
+
+
+def placeholder_file(path, key):
+    """A stand-in for a Secret's file: a self-signed certificate and key, a
+    JWKS, or text."""
+    cache = Path(os.environ.get("MCPD_DEPLOY_CACHE", "/tmp/mcpd-deploy-cache")) / "placeholders"
+    cache.mkdir(parents=True, exist_ok=True)
+    crt, pem = cache / "tls.crt", cache / "tls.key"
+    if key.endswith((".crt", ".key", ".json")) and not (crt.exists() and pem.exists()) and shutil.which("openssl"):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650",
+                        "-subj", "/CN=mcpd.placeholder", "-keyout", str(pem), "-out", str(crt)],
+                       capture_output=True, check=True)
+    if key.endswith(".crt") and crt.exists():
+        shutil.copy(crt, path)
+    elif key.endswith(".key") and pem.exists():
+        shutil.copy(pem, path)
+    elif key.endswith(".json"):
+        path.write_text(json.dumps({"keys": [jwk_from_pem(pem)]} if pem.exists() else {"keys": []}))
+    else:
+        path.write_text("placeholder\n")
+
+
+def jwk_from_pem(pem):
+    import base64
+    out = subprocess.run(["openssl", "rsa", "-in", str(pem), "-noout", "-modulus"], capture_output=True, text=True, check=True).stdout
+    n = bytes.fromhex(out.strip().split("=", 1)[1])
+    b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    return {"kty": "RSA", "kid": "placeholder", "use": "sig", "alg": "RS256", "n": b64(n), "e": b64(b"\x01\x00\x01")}
+
+
+def check_ingress_sse(objs, values):
+    ings = find(objs, "Ingress")
+    if not ings:
+        return
+    ing = ings[0]
+    ann = ing["metadata"].get("annotations", {})
+    controller = values.get("ingress", {}).get("controller", "nginx")
+    if controller == "nginx":
+        need(ann.get("nginx.ingress.kubernetes.io/proxy-buffering") == "off", "nginx proxy-buffering must be off for SSE")
+        for k in ("proxy-read-timeout", "proxy-send-timeout"):
+            v = int(ann.get(f"nginx.ingress.kubernetes.io/{k}", "60"))
+            need(v >= 3600, f"nginx {k} {v}s is shorter than an SSE stream / a long tool call")
+    elif controller == "haproxy":
+        need(ann.get("haproxy.org/timeout-server"), "haproxy timeout-server must be raised for SSE")
+    _, cfg = mcpd_config(objs)
+    hosts = cfg.get("http", {}).get("allowed_hosts", [])
+    for rule in ing["spec"]["rules"]:
+        need(rule["host"] in hosts or "*" in hosts, f"ingress host {rule['host']} is not in http.allowed_hosts (mcpd would answer 403)")
+    for t in ing["spec"].get("tls", []):
+        need(t.get("secretName"), "ingress TLS entry without secretName")
+
+
+# ---------------------------------------------------------------- chart-wide checks
+
+
+def expect_render_error(values, *needles):
+    try:
+        render(values)
+    except (helm.HelmRenderError, helm.HelmValuesError) as e:
+        msg = str(e)
+        for n in needles:
+            need(n.lower() in msg.lower(), f"the error does not say {n!r}: {msg.strip()[:200]}")
+        return
+    raise Fail(f"values {json.dumps(values)} were accepted")
+
+
+def check_schema_rejects(values, *needles):
+    try:
+        chart().validate_schema(values)
+    except helm.HelmValuesError as e:
+        msg = str(e)
+        for n in needles:
+            need(n in msg, f"the message does not name {n!r}: {msg.strip()}")
+    else:
+        raise Fail(f"schema accepted {json.dumps(values)}")
+    expect_render_error(values, *needles)
+
+
+def values_doc():
+    return yaml.compose((CHART / "values.yaml").read_text())
+
+
+def value_paths(node=None, schema=None, prefix=""):
+    """(dotted path, key node) for every chart-structured value in values.yaml:
+    keys the schema lists as properties (children of free-form maps, such as
+    resources or securityContext, are contents, not values)."""
+    if node is None:
+        node = values_doc()
+        schema = json.loads((CHART / "values.schema.json").read_text())
+    out = []
+    if not isinstance(node, yaml.MappingNode):
+        return out
+    props = schema.get("properties")
+    for k, v in node.value:
+        path = f"{prefix}{k.value}"
+        if props is None or k.value not in props:
+            continue
+        out.append((path, k))
+        out += value_paths(v, props[k.value], path + ".")
+    return out
+
+
+def check_values_commented():
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    doc = yaml.safe_load((CHART / "values.yaml").read_text())
+    need(set(doc) <= set(schema["properties"]), f"values.yaml keys missing from the schema: {sorted(set(doc) - set(schema['properties']))}")
+    bare = [p for p, k in value_paths() if not lines[k.start_mark.line - 1].strip().startswith("#")]
+    need(not bare, f"values without a comment above them: {', '.join(bare)}")
+
+
+def check_values_in_readme():
+    readme = (CHART / "README.md").read_text()
+    missing = [p for p, _ in value_paths() if f"`{p}`" not in readme]
+    need(not missing, f"helm/mcpd/README.md does not list: {', '.join(missing)}")
+
+
+def check_checksum_rolls():
+    a = render({})
+    b = render({"mcpd": {"config": {"limits": {"max_sessions": 123}}}})
+    ann = lambda r: one(objects(r), "Deployment")["spec"]["template"]["metadata"]["annotations"].get("checksum/config")
+    need(ann(a), "no checksum/config annotation on the pod template")
+    need(ann(a) != ann(b), "changing mcpd.toml does not change the pod template (pods would not roll)")
+    need(ann(a) == ann(render({})), "the checksum is not stable across renders")
+
+
+def check_monitoring_toggles():
+    names = lambda v: {o["kind"] for _, o in objects(render(v))}
+    need(not names({}) & {"ServiceMonitor", "PrometheusRule"},
+         "with enabled: auto and no monitoring.coreos.com/v1 API, no ServiceMonitor/PrometheusRule may render")
+    on = {"metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}}
+    need({"ServiceMonitor", "PrometheusRule"} <= names(on), "enabled: true must render the ServiceMonitor and PrometheusRule")
+
+
+def check_identical(a, b):
+    need(a.read_bytes() == b.read_bytes(), f"{b.relative_to(ROOT)} differs from {a.relative_to(ROOT)}: copy it over")
+
+
+def check_promtool(*args):
+    need(shutil.which("promtool"), "promtool not found (apt-get install prometheus)")
+    p = subprocess.run(["promtool", *args], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    need(p.returncode == 0, (p.stdout + p.stderr).strip()[-400:])
+
+
+def dashboard_exprs(dash):
+    exprs = []
+    def walk(panels):
+        for p in panels:
+            for t in p.get("targets", []):
+                exprs.append(t["expr"])
+            walk(p.get("panels", []))
+    walk(dash["panels"])
+    for v in dash.get("templating", {}).get("list", []):
+        q = v.get("query")
+        if isinstance(q, dict):
+            q = q.get("query")
+        if v.get("type") == "query" and q:
+            exprs.append(q)
+    return exprs
+
+
+def rule_exprs():
+    return [r["expr"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+
+
+def queried_metrics():
+    """Metric family names the dashboard and rules query: a histogram's
+    _bucket/_sum/_count series are named by their family (mcpd's counters end
+    in _total, so nothing else ends that way)."""
+    dash = json.loads(DASHBOARD.read_text())
+    names = set()
+    for e in dashboard_exprs(dash) + rule_exprs():
+        for m in re.findall(r"\b((?:mcpd|process)_[a-z0-9_]+)\b", e):
+            names.add(re.sub(r"_(bucket|sum|count)$", "", m))
+    return sorted(names)
+
+
+def check_dashboard():
+    dash = json.loads(DASHBOARD.read_text())
+    need(dash.get("uid") and dash.get("title"), "dashboard needs uid and title")
+    ids, n = set(), 0
+    def walk(panels):
+        nonlocal n
+        for p in panels:
+            need(p["id"] not in ids, f"duplicate panel id {p['id']}")
+            ids.add(p["id"])
+            if p["type"] != "row":
+                n += 1
+                need(p.get("targets"), f"panel {p['title']!r} has no queries")
+                for t in p["targets"]:
+                    need(t.get("expr") and t.get("datasource", {}).get("uid") == "${datasource}", f"panel {p['title']!r}: query without expr or datasource variable")
+                    need(t["expr"].count("(") == t["expr"].count(")"), f"panel {p['title']!r}: unbalanced parentheses")
+            walk(p.get("panels", []))
+    walk(dash["panels"])
+    vars_ = {v["name"] for v in dash["templating"]["list"]}
+    need({"datasource", "job", "namespace", "pod"} <= vars_, f"dashboard variables: {sorted(vars_)}")
+    text = json.dumps(dash)
+    for want in ("mcpd_sessions_active", "mcpd_jsonrpc_request_duration_seconds_bucket", "mcpd_sse_streams_open",
+                 "mcpd_store_up", "mcpd_auth_rejections_total", "mcpd_http_requests_total"):
+        need(want in text, f"the dashboard does not show {want}")
+    need(n >= 10, f"only {n} panels")
+
+
+def registered_metrics():
+    """Metric names registered in mcpd's source (string literals)."""
+    names = set()
+    for f in (ROOT / "crates").glob("*/src/**/*.rs"):
+        names |= set(re.findall(r'"((?:mcpd|process)_[a-z0-9_]+)"', f.read_text(errors="replace")))
+    return names
+
+
+def check_metrics_registered():
+    known = registered_metrics()
+    missing = [m for m in queried_metrics() if m not in known]
+    need(not missing, f"queried but registered nowhere in crates/: {', '.join(missing)}")
+
+
+def check_scrape(path):
+    text = Path(path).read_text()
+    families = set(re.findall(r"^# TYPE (\S+) \S+", text, re.M))
+    missing = [m for m in queried_metrics() if m not in families]
+    need(not missing, f"not in the scrape ({len(families)} families): {', '.join(missing)}")
+
+
+def check_dockerfile():
+    df = (DEPLOY / "Dockerfile").read_text()
+    froms = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", df, re.M | re.I)
+    need(len(froms) >= 2, "the Dockerfile must be multi-stage")
+    need(re.match(r"(docker\.io/(library/)?)?rust:1\.95", froms[0][0]), f"build stage FROM {froms[0][0]}, want rust:1.95")
+    need(froms[-1][0].startswith("gcr.io/distroless/cc-debian12") and "nonroot" in froms[-1][0], f"runtime FROM {froms[-1][0]}")
+    need("bookworm" in froms[0][0], "the build stage must be Debian 12 (bookworm) like distroless/cc-debian12, or the binary may need a newer glibc")
+    need(re.search(r"cargo build --release -p mcpd --locked", df), "no `cargo build --release -p mcpd --locked`")
+    need(re.search(r"^USER\s+(nonroot|65532)", df, re.M), "no USER nonroot")
+    need(re.search(r'^ENTRYPOINT\s+\["/usr/local/bin/mcpd"\]', df, re.M), "ENTRYPOINT must be the mcpd binary (exec form)")
+    ignore = [l.strip() for l in (ROOT / ".dockerignore").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    for pat in ("target", ".git"):
+        need(any(l.strip("/") == pat for l in ignore), f".dockerignore does not exclude {pat}")
+    for keep in ("Cargo.lock", "crates", "loadtest"):
+        need(not any(l.strip("/") == keep for l in ignore), f".dockerignore excludes {keep}, which the build needs")
+
+
+# ---------------------------------------------------------------- plain manifests
+
+
+def manifest_files():
+    """File name -> text of deploy/kubernetes/ as rendered from production values."""
+    rendered = render(load_values("values-production.yaml"))
+    out = {}
+    for path, text in sorted(rendered.items()):
+        if not path.endswith(".yaml"):
+            continue
+        docs = [d.strip("\n") for d in re.split(r"^---\s*$", text, flags=re.M)]
+        docs = ["\n".join(l.rstrip() for l in d.splitlines()).strip("\n") for d in docs]
+        docs = [d for d in docs if any(l.strip() and not l.lstrip().startswith("#") for l in d.splitlines())]
+        if not docs:
+            continue
+        kinds = {yaml.safe_load(d)["kind"] for d in docs}
+        sub = "monitoring/" if kinds & {"ServiceMonitor", "PrometheusRule"} else ""
+        name = sub + Path(path).name
+        out[name] = MANIFEST_HEADER.format(release=RELEASE, ns=NAMESPACE) + "---\n" + "\n---\n".join(docs) + "\n"
+    return out
+
+
+def existing_manifests():
+    return {str(p.relative_to(MANIFESTS)): p.read_text() for p in sorted(MANIFESTS.rglob("*.yaml"))}
+
+
+def write_manifests():
+    want = manifest_files()
+    for name in existing_manifests():
+        if name not in want:
+            (MANIFESTS / name).unlink()
+    for name, text in want.items():
+        (MANIFESTS / name).parent.mkdir(parents=True, exist_ok=True)
+        (MANIFESTS / name).write_text(text)
+
+
+def check_manifests_current():
+    want, have = manifest_files(), existing_manifests()
+    stale = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
+    need(not stale, f"deploy/kubernetes is stale ({', '.join(stale)}): run scripts/check-deploy.sh --write-manifests")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write-manifests", action="store_true")
+    ap.add_argument("--scrape", metavar="FILE")
+    ap.add_argument("--list-metrics", action="store_true")
+    args = ap.parse_args()
+    if args.list_metrics:
+        print("\n".join(queried_metrics()))
+        return 0
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    bin_path = Path(os.environ.get("MCPD_BIN") or target / "debug" / "mcpd")
+    if not bin_path.is_absolute():
+        bin_path = (Path.cwd() / bin_path).resolve()
+    r = Report()
+    print(f"# chart {CHART.relative_to(ROOT)}, Helm {helm.helm_sdk_version()} (helm-python-sdk), "
+          f"Kubernetes {KUBE_MIN} and {kv.latest_version()} schemas, mcpd {bin_path}", flush=True)
+
+    r.run("chart.values-commented", check_values_commented)
+    r.run("chart.values-in-readme", check_values_in_readme)
+    r.run("chart.schema-accepts-defaults", lambda: chart().validate_schema({}))
+    for name, values in scenarios().items():
+        try:
+            rendered = render(values)
+            objs = objects(rendered)
+        except Exception as e:
+            r.fail(f"render[{name}]", e)
+            continue
+        r.ok(f"render[{name}]")
+        r.run(f"lint[{name}]", check_lint, values)
+        r.run(f"kube-validate[{name}]", check_kube_validate, objs)
+        r.run(f"crd-fields[{name}]", check_crds, objs)
+        r.run(f"ports-probes[{name}]", check_ports_and_probes, objs)
+        r.run(f"security[{name}]", check_security, objs)
+        r.run(f"labels[{name}]", check_labels, objs)
+        r.run(f"shutdown[{name}]", check_shutdown, objs)
+        r.run(f"ingress-sse[{name}]", check_ingress_sse, objs, values)
+        r.run(f"check-config[{name}]", check_config_accepted, objs, bin_path)
+
+    r.run("refuse.memory-store-replicas", expect_render_error, {"replicaCount": 3},
+          "3 replicas with the in-memory store", "sessions and SSE event logs live inside one process")
+    r.run("refuse.memory-store-autoscaling", expect_render_error, {"autoscaling": {"enabled": True}},
+          "in-memory store", "Redis")
+    r.run("refuse.replicas-without-state-keys", expect_render_error,
+          {"replicaCount": 2, "redis": {"url": "redis://redis:6379"}}, "stateKeys.existingSecret")
+    r.run("refuse.short-termination-grace", expect_render_error, {"terminationGracePeriodSeconds": 10},
+          "must exceed lifecycle.preStopSleepSeconds + mcpd.shutdownGraceSeconds")
+    r.run("refuse.auth-without-keys", expect_render_error, {"auth": {"enabled": True, "resource": "https://x/mcp"}},
+          "auth.jwksUrl")
+    r.run("refuse.auth-without-issuer", expect_render_error,
+          {"auth": {"enabled": True, "resource": "https://x/mcp", "jwksUrl": "https://idp/jwks",
+                    "authorizationServers": ["https://idp"]}}, "auth.issuer")
+    r.run("refuse.listen-in-config", expect_render_error, {"mcpd": {"config": {"server": {"listen": "0.0.0.0:1"}}}},
+          "mcpd.port")
+    r.run("schema.replicaCount-string", check_schema_rejects, {"replicaCount": "three"}, "/replicaCount", "want integer")
+    r.run("schema.unknown-key", check_schema_rejects, {"replicas": 3}, "replicas")
+    r.run("schema.bad-toolset", check_schema_rejects, {"mcpd": {"toolset": "everything"}}, "/mcpd/toolset")
+    r.run("schema.bad-port", check_schema_rejects, {"mcpd": {"port": 70000}}, "/mcpd/port")
+    r.run("schema.bad-redis-url", check_schema_rejects, {"redis": {"url": "localhost:6379"}}, "/redis/url")
+    r.run("schema.bad-serviceMonitor-toggle", check_schema_rejects, {"metrics": {"serviceMonitor": {"enabled": "yes"}}},
+          "/metrics/serviceMonitor/enabled")
+    r.run("chart.config-checksum-rolls-pods", check_checksum_rolls)
+    r.run("chart.monitoring-toggles", check_monitoring_toggles)
+
+    r.run("rules.chart-copy-identical", check_identical, RULES, CHART / "files" / "mcpd-rules.yaml")
+    r.run("dashboard.chart-copy-identical", check_identical, DASHBOARD, CHART / "files" / "mcpd-dashboard.json")
+    r.run("rules.promtool-check", check_promtool, "check", "rules", str(RULES.relative_to(ROOT)))
+    r.run("rules.promtool-test", check_promtool, "test", "rules", str(RULES_TEST.relative_to(ROOT)))
+    r.run("dashboard.structure", check_dashboard)
+    r.run("metrics.registered-in-source", check_metrics_registered)
+    if args.scrape:
+        r.run("metrics.in-scrape", check_scrape, args.scrape)
+    r.run("docker.dockerfile", check_dockerfile)
+    if args.write_manifests:
+        r.run("manifests.written", write_manifests)
+    r.run("manifests.up-to-date", check_manifests_current)
+    print(f"deploy: {r.passed} passed, {r.failed} failed")
+    return 0 if r.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
