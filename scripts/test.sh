@@ -124,6 +124,11 @@ cp "$ROOT/tests/interop/browser.mjs" "$NODE_DIR/" 2>/dev/null
 (cd "$NODE_DIR" && MCPD_BIN="$MCPD_BIN" timeout 120 node browser.mjs) 2>"$LOGDIR/browser.err" | tee "$LOGDIR/browser.log"
 summarise browser "$LOGDIR/browser.log"
 
+# --- the gateway: SDK client -> mcpd -> server-everything (stdio) + PyPI mcp (HTTP) ---
+say "gateway interop (upstream MCP servers behind mcpd)"
+MCPD_BIN="$MCPD_BIN" timeout 300 bash "$ROOT/tests/interop/gateway.sh" 2>"$LOGDIR/gateway.err" | tee "$LOGDIR/gateway.log"
+summarise gateway "$LOGDIR/gateway.log"
+
 # --- deploy assets: Helm chart (lint, render, validate), rules, dashboard ----------
 say "deploy checks (helm chart, manifests, alert rules)"
 MCPD_BIN="$MCPD_BIN" bash "$ROOT/scripts/check-deploy.sh" 2>"$LOGDIR/deploy.err" | tee "$LOGDIR/deploy.log"

@@ -76,6 +76,7 @@ install_node() {
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
         && [ -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ] \
         && [ -f "$dir/node_modules/@modelcontextprotocol/client/package.json" ] \
+        && [ -f "$dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ] \
         && [ -f "$dir/node_modules/playwright-core/package.json" ]; then
         return 0
     fi
@@ -148,8 +149,10 @@ run_client() { # run_client <prefix> <log> <command...>
 
 if [ "$INSTALL_ONLY" = 1 ]; then
     # Tests elsewhere use these installs: cargo's SDK resumption test (PyPI mcp), the scale-out
-    # and auth tests (node_modules: the TypeScript SDKs), and browser.mjs (playwright-core, which
-    # drives Debian's /usr/bin/chromium: it downloads no browser of its own).
+    # and auth tests (node_modules: the TypeScript SDKs), browser.mjs (playwright-core, which
+    # drives Debian's /usr/bin/chromium: it downloads no browser of its own), and gateway.sh
+    # (npm @modelcontextprotocol/server-everything as a stdio upstream, PyPI mcp for
+    # upstream_http.py).
     install_node >"$LOG_DIR/install-node.log" 2>&1 || { echo "npm install failed: see $LOG_DIR/install-node.log" >&2; exit 1; }
     install_python >"$LOG_DIR/install-python.log" 2>&1 || { echo "python install failed: see $LOG_DIR/install-python.log" >&2; exit 1; }
     echo "interop clients installed in $CACHE" >&2

@@ -95,7 +95,7 @@ impl AuthError {
         match self {
             AuthError::Missing => "missing_token",
             AuthError::Invalid { reason, .. } => reason,
-            AuthError::BadRequest(_) => "invalid_token",
+            AuthError::BadRequest(_) => "invalid_request",
         }
     }
 

@@ -191,6 +191,16 @@ impl RequestContext {
         self.inner.peer.log(level, None, data.into()).await
     }
 
+    /// [`Self::log`] with a `logger` name (e.g. relaying an upstream's log).
+    pub async fn log_as(
+        &self,
+        level: LoggingLevel,
+        logger: Option<String>,
+        data: Value,
+    ) -> Result<(), PeerError> {
+        self.inner.peer.log(level, logger, data).await
+    }
+
     /// Sends any notification related to this request.
     pub async fn notify(&self, method: &'static str, params: Value) -> Result<(), PeerError> {
         self.inner.peer.notify(method, params).await
@@ -269,6 +279,32 @@ impl RequestContext {
             return Err(self.inner.peer.missing_capability("sampling").await);
         }
         self.ask(key, methods::SAMPLING_CREATE_MESSAGE, to_value(&params))
+            .await
+    }
+
+    /// Relays a question to the client as is (`sampling/createMessage`,
+    /// `elicitation/create` or `roots/list`), for a gateway forwarding an
+    /// upstream server's request: the client's raw answer.
+    pub async fn ask_client(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+        let (method, capability, kind) = match method {
+            methods::SAMPLING_CREATE_MESSAGE => {
+                (methods::SAMPLING_CREATE_MESSAGE, "sampling", "sampling")
+            }
+            methods::ELICITATION_CREATE => {
+                (methods::ELICITATION_CREATE, "elicitation", "elicitation")
+            }
+            methods::ROOTS_LIST => (methods::ROOTS_LIST, "roots", "roots"),
+            other => {
+                return Err(PeerError::Malformed(format!(
+                    "{other} is not a request a server may send a client"
+                )))
+            }
+        };
+        self.require_capability(capability).await?;
+        let key = self.auto_key(kind);
+        self.inner
+            .peer
+            .request(&key, method, params, self.inner.ask_timeout)
             .await
     }
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::context::RequestContext;
+use crate::forward::Forward;
 use crate::handler::ToolError;
 use crate::registry::Registry;
 use mcpd_telemetry::Metrics;
@@ -71,6 +72,10 @@ pub struct McpServer {
     pub instructions: Option<String>,
     pub registry: Registry,
     pub limits: Limits,
+    /// Upstreams by `server_id`, for requests that name one.
+    pub routes: std::collections::HashMap<String, Arc<dyn Forward>>,
+    /// A pass-through server: every request goes to this upstream.
+    pub forward_all: Option<Arc<dyn Forward>>,
 }
 
 impl McpServer {
@@ -82,6 +87,8 @@ impl McpServer {
             instructions: None,
             registry,
             limits,
+            routes: Default::default(),
+            forward_all: None,
         }
     }
 
@@ -103,7 +110,17 @@ impl McpServer {
         }
     }
 
-    /// Whether `method` is a request this dispatch serves.
+    /// Whether this server answers `method` (routed to `server_id` if set).
+    pub fn answers(&self, method: &str, server_id: Option<&str>) -> bool {
+        server_id.is_some() || self.forward_all.is_some() || Self::handles(method)
+    }
+
+    /// Every upstream this server forwards to.
+    pub fn forwards(&self) -> impl Iterator<Item = &Arc<dyn Forward>> {
+        self.routes.values().chain(self.forward_all.iter())
+    }
+
+    /// Whether `method` is a request the registry dispatch serves.
     pub fn handles(method: &str) -> bool {
         matches!(
             method,
@@ -126,6 +143,7 @@ impl McpServer {
         self: &Arc<Self>,
         method: String,
         params: Option<JsonObject>,
+        server_id: Option<String>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
         let tool = (method == m::TOOLS_CALL).then(|| {
@@ -141,7 +159,17 @@ impl McpServer {
             });
         }
         let span = request_span(&method, params.as_ref(), &ctx);
-        let inner = self.dispatch_inner(method, params, ctx);
+        let inner = match (server_id, &self.forward_all) {
+            (Some(id), _) => match self.routes.get(&id) {
+                Some(f) => forward(f.clone(), method, params, ctx),
+                None => Box::pin(std::future::ready(Err(ErrorObject::new(
+                    ErrorCode(-32001),
+                    format!("Server '{id}' not found"),
+                )))),
+            },
+            (None, Some(f)) => forward(f.clone(), method, params, ctx),
+            (None, None) => self.dispatch_inner(method, params, ctx),
+        };
         Box::pin(
             async move {
                 let out = inner.await;
@@ -333,6 +361,15 @@ impl McpServer {
             completion: Completion::from_values(values),
         })
     }
+}
+
+fn forward(
+    f: Arc<dyn Forward>,
+    method: String,
+    params: Option<JsonObject>,
+    ctx: RequestContext,
+) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    Box::pin(async move { f.request(&method, params, ctx).await })
 }
 
 /// The span of one JSON-RPC request: a child of the current span (the HTTP

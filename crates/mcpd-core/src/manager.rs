@@ -44,6 +44,10 @@ pub enum InitializeError {
     /// The session directory could not record the session.
     #[error("the session store is unavailable ({0}); retry shortly")]
     Store(StoreError),
+    /// A pass-through server's upstream could not be reached: a JSON-RPC
+    /// error answer.
+    #[error("{0}")]
+    Upstream(ErrorObject),
     /// This process is shutting down; another replica can take the session.
     #[error("This server is shutting down; retry (another replica will answer)")]
     ShuttingDown,
@@ -56,7 +60,12 @@ pub struct SessionHandle {
     version: ProtocolVersion,
     /// The principal that created the session, when auth is on.
     owner: Option<Arc<str>>,
-    addr: Addr<SessionActor>,
+    /// Shared by every clone of the handle, on purpose: actix bounds a
+    /// mailbox per *sender* (each `Addr` clone may queue one message past
+    /// the capacity), so a fresh clone per HTTP request would let the
+    /// queue grow without limit. Through one sender, `try_send` refuses
+    /// (`Full`, a 503) once `limits.session_mailbox` messages wait.
+    addr: Arc<Addr<SessionActor>>,
 }
 
 impl SessionHandle {
@@ -265,6 +274,8 @@ impl SessionManager {
     /// Stops this replica's actor of `session` (it ended elsewhere).
     pub(crate) fn drop_local(&self, session: &str) {
         if let Some((_, h)) = self.sessions.remove(session) {
+            // `do_send`: the stop must arrive even past a full mailbox; at
+            // most one per session (its handle just left the map).
             h.addr.do_send(Terminate);
         }
     }
@@ -369,6 +380,15 @@ impl SessionManager {
         }
         let version = ProtocolVersion::negotiate(&p.protocol_version);
         let id: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
+        // A pass-through server answers with its upstream's identity.
+        let upstream = match &self.server.forward_all {
+            Some(f) => Some(
+                f.handshake(Some(&id))
+                    .await
+                    .map_err(InitializeError::Upstream)?,
+            ),
+            None => None,
+        };
         let mut record = SessionRecord::new(version, p.capabilities, p.client_info);
         record.owner = caller.principal.as_deref().map(str::to_owned);
         self.directory
@@ -387,7 +407,16 @@ impl SessionManager {
             server_info: self.server.info.clone().for_version(version),
             instructions: self.server.instructions.clone(),
         };
-        Ok((handle, serde_json::to_value(result).unwrap_or(Value::Null)))
+        let mut result = serde_json::to_value(result).unwrap_or(Value::Null);
+        if let (Some(up), Value::Object(r)) = (upstream, &mut result) {
+            for key in ["capabilities", "serverInfo", "instructions"] {
+                match up.get(key) {
+                    Some(v) => r.insert(key.into(), v.clone()),
+                    None => r.remove(key),
+                };
+            }
+        }
+        Ok((handle, result))
     }
 
     fn start_actor(self: &Arc<Self>, id: Arc<str>, record: SessionRecord) -> SessionHandle {
@@ -402,7 +431,7 @@ impl SessionManager {
             id: id.clone(),
             version,
             owner,
-            addr,
+            addr: Arc::new(addr),
         };
         self.sessions.insert(id, handle.clone());
         self.stats.session_opened();
@@ -468,6 +497,7 @@ impl SessionManager {
         self.directory.remove(id).await?;
         self.server.metrics.sessions_deleted.inc();
         if let Some((_, h)) = self.sessions.remove(id) {
+            // `do_send`: at most one per session (see `drop_local`).
             h.addr.do_send(Terminate);
         }
         self.log.remove_session(id).await;
@@ -483,8 +513,6 @@ impl SessionManager {
         Ok(true)
     }
 
-    /// Shutdown, first step: every `subscriptions/listen` stream gets its
-    /// final result and is closed, so its client reconnects elsewhere.
     /// Starts shutting down: readiness fails from now on and `initialize`
     /// is refused, so load balancers send new sessions elsewhere.
     pub fn begin_shutdown(&self) {
@@ -512,9 +540,26 @@ impl SessionManager {
         result
     }
 
+    /// Shutdown: every `subscriptions/listen` stream gets its final result
+    /// and is closed, so its client reconnects elsewhere.
     pub fn shutdown_streams(&self) {
         for l in self.listeners.iter() {
             let _ = l.value().0.try_send(crate::listen::EndListen);
+        }
+    }
+
+    /// Shutdown: every session closes its open SSE connections with a
+    /// `retry` hint (only the standalone GET streams when `get_only`), so
+    /// clients reconnect to another replica and resume with
+    /// `Last-Event-ID`; requests keep running and logging meanwhile. A
+    /// session whose mailbox is full is skipped: its connections close with
+    /// the process.
+    pub fn release_streams(&self, get_only: bool) {
+        for s in self.sessions.iter() {
+            let msg = crate::session::ReleaseForShutdown { get_only };
+            if s.value().addr.try_send(msg).is_err() {
+                tracing::debug!(session = %s.key(), "streams not released: mailbox full or closed");
+            }
         }
     }
 
@@ -523,6 +568,9 @@ impl SessionManager {
     /// may still be using it).
     pub(crate) fn session_stopped(&self, id: &Arc<str>, expired: bool) {
         self.sessions.remove(id);
+        for f in self.server.forwards() {
+            f.session_ended(id);
+        }
         self.stats.session_closed();
         self.server.metrics.sessions_active.dec();
         if expired {

@@ -91,6 +91,9 @@ impl Peer for SessionPeer {
             Ok(Ok(Err(e))) => Err(PeerError::Client(e)),
             Ok(Err(_)) => Err(PeerError::Gone),
             Err(_) => {
+                // `do_send`: at most one per question, and each question
+                // came through the bounded mailbox (`send`) first; the
+                // client must hear the cancellation.
                 self.session.do_send(AskTimedOut { id });
                 Err(PeerError::Timeout(timeout))
             }

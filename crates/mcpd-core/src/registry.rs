@@ -119,6 +119,27 @@ impl Registry {
         removed
     }
 
+    /// Replaces the tools named in `old` with `new` in one step; announces
+    /// `tools/list_changed` once, and only if the list really changed.
+    pub fn swap_tools(&self, old: &[String], new: Vec<DynTool>) -> bool {
+        let mut changed = false;
+        self.edit(|c| {
+            let before: Vec<ToolDef> = c.tools.iter().map(|t| t.definition()).collect();
+            let incoming: Vec<String> = new.iter().map(|t| t.definition().name).collect();
+            c.tools.retain(|t| {
+                let n = t.definition().name;
+                !old.contains(&n) && !incoming.contains(&n)
+            });
+            c.tools.extend(new);
+            let after: Vec<ToolDef> = c.tools.iter().map(|t| t.definition()).collect();
+            changed = before.len() != after.len() || before.iter().any(|d| !after.contains(d));
+        });
+        if changed {
+            let _ = self.changes.send(Change::ToolsListChanged);
+        }
+        changed
+    }
+
     pub fn add_resources(&self, provider: DynResources) {
         self.edit(|c| c.resources.push(provider));
         let _ = self.changes.send(Change::ResourcesListChanged);

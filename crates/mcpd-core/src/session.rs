@@ -36,6 +36,7 @@ use crate::registry::Change;
 use crate::request::{report_to, Cancel, RequestActor, RequestDone};
 use crate::stream::StreamReceiver;
 
+pub(crate) use streams::ReleaseForShutdown;
 pub use streams::ResumeError;
 use streams::Streams;
 
@@ -308,6 +309,7 @@ impl SessionActor {
             return false;
         };
         tracing::debug!(session = %self.id, id = %id, "request cancelled by client");
+        // `do_send`: a request actor is sent nothing but this one `Cancel`.
         req.actor.do_send(Cancel);
         self.streams.request_ended(&req.stream, None);
         self.disown(id);
@@ -400,7 +402,9 @@ impl SessionActor {
                 ErrorCode::INVALID_REQUEST,
                 format!("Request id {} is already in use by a request in flight", r.id),
             ))),
-            method if !McpServer::handles(method) => Some(Err(ErrorObject::method_not_found(method))),
+            method if !self.server.answers(method, r.server_id.as_deref()) => {
+                Some(Err(ErrorObject::method_not_found(method)))
+            }
             _ if self.requests.len() >= self.server.limits.max_in_flight_per_session => {
                 Some(Err(ErrorObject::new(
                     ErrorCode::OVERLOADED,
@@ -439,7 +443,9 @@ impl SessionActor {
             ask_timeout: self.server.limits.client_request_timeout,
             caller: caller.clone(),
         });
-        let work = self.server.dispatch(r.method, r.params, rctx.clone());
+        let work = self
+            .server
+            .dispatch(r.method, r.params, r.server_id, rctx.clone());
         let actor = RequestActor::new(
             work,
             rctx,

@@ -224,7 +224,7 @@ impl Stateless {
         let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
         let method = req.method.clone();
         let id = req.id.clone();
-        let binding = binding(&req);
+        let binding = binding(&req, &caller);
         let answers = match self.collect_answers(req.params.as_ref(), &binding) {
             Ok(a) => a,
             Err(e) => {
@@ -255,10 +255,10 @@ impl Stateless {
             ask_timeout: limits.client_request_timeout,
             caller,
         });
-        let work = self
-            .manager
-            .server()
-            .dispatch(method.clone(), req.params, rctx.clone());
+        let work =
+            self.manager
+                .server()
+                .dispatch(method.clone(), req.params, req.server_id, rctx.clone());
         let this = self.clone();
         let driver = {
             let mrtr = mrtr.clone();
@@ -372,7 +372,9 @@ impl Stateless {
 }
 
 /// What a stateless request is bound to: its method, target and arguments.
-fn binding(req: &Request) -> String {
+/// What a sealed `requestState` is bound to: the request's target and
+/// arguments, and the principal (so one user's state is useless to another).
+fn binding(req: &Request, caller: &Caller) -> String {
     let p = req.params.as_ref();
     let get = |k: &str| {
         p.and_then(|p| p.get(k))
@@ -380,11 +382,12 @@ fn binding(req: &Request) -> String {
             .unwrap_or_default()
     };
     format!(
-        "{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}",
         req.method,
         get("name"),
         get("uri"),
-        get("arguments")
+        get("arguments"),
+        caller.principal.as_deref().unwrap_or("")
     )
 }
 

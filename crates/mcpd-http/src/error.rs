@@ -32,6 +32,9 @@ pub enum HttpError {
     Unavailable(String),
     #[error("Bad Request: could not read the request body: {0}")]
     Body(String),
+    /// The body did not arrive within `http.body_timeout_secs`.
+    #[error("Request Timeout: the request body did not arrive within {0} s")]
+    BodyTimeout(u64),
     /// Refused by authentication (401, or 400 for a malformed request) or
     /// authorization (403), with the `WWW-Authenticate` challenge.
     #[error("{message}")]
@@ -79,6 +82,7 @@ impl ResponseError for HttpError {
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Session(SessionError::Gone) => StatusCode::NOT_FOUND,
             Self::Session(SessionError::Overloaded) | Self::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -108,6 +112,10 @@ impl ResponseError for HttpError {
                     header::RETRY_AFTER,
                     crate::security::retry_after_secs(*retry_after).to_string(),
                 ));
+            }
+            // The rest of the body may still be on its way: do not wait for it.
+            Self::BodyTimeout(_) | Self::TooLarge(_) => {
+                res.force_close();
             }
             _ => {}
         }

@@ -56,9 +56,13 @@ impl OriginPolicy {
                 )));
             }
         }
-        if let Some(host) = req.headers().get(header::HOST) {
-            let host = host.to_str().unwrap_or("").trim();
-            if !self.host_allowed(host) {
+        // HTTP/1.1 sends Host; HTTP/2 sends :authority (the URI's).
+        let host = match req.headers().get(header::HOST) {
+            Some(h) => Some(h.to_str().unwrap_or("").trim().to_owned()),
+            None => req.uri().authority().map(|a| a.as_str().to_owned()),
+        };
+        if let Some(host) = host {
+            if !self.host_allowed(&host) {
                 return Err(HttpError::Forbidden(format!(
                     "Host {host:?} is not allowed (DNS rebinding protection); add it to the allowed hosts in the server config"
                 )));

@@ -109,16 +109,24 @@ fn connection_of(req: &HttpRequest, state: &AppState) -> Result<Arc<Connection>,
             "the sessionId query parameter is required (use the endpoint URL from GET /sse)".into(),
         )
             })?;
-    state.legacy.map.get(&id).map(|c| c.clone()).ok_or_else(|| {
-        HttpError::Rpc {
-            status: actix_web::http::StatusCode::NOT_FOUND,
-            id: None,
-            error: ErrorObject::new(
-                mcpd_protocol::ErrorCode::SESSION_NOT_FOUND,
-                "Unknown sessionId: the SSE connection is closed or never existed; open a new one with GET /sse",
-            ),
-        }
-    })
+    state
+        .legacy
+        .map
+        .get(&id)
+        .map(|c| c.clone())
+        .ok_or_else(unknown_connection)
+}
+
+/// An unknown connection id, and another principal's: the same answer.
+fn unknown_connection() -> HttpError {
+    HttpError::Rpc {
+        status: actix_web::http::StatusCode::NOT_FOUND,
+        id: None,
+        error: ErrorObject::new(
+            mcpd_protocol::ErrorCode::SESSION_NOT_FOUND,
+            "Unknown sessionId: the SSE connection is closed or never existed; open a new one with GET /sse",
+        ),
+    }
 }
 
 /// `POST /messages?sessionId=…`: client messages; answers go on the SSE connection.
@@ -146,7 +154,12 @@ pub async fn message(
     let conn = connection_of(&req, &state)?;
     if conn.principal != access.caller.principal {
         // Another principal's connection looks like no connection at all.
-        return Err(HttpError::Session(mcpd_core::SessionError::Gone));
+        state
+            .metrics()
+            .auth_rejections
+            .with_label_values(&["session_principal"])
+            .inc();
+        return Err(unknown_connection());
     }
     let bytes = read_body(&req, payload, state.config.max_body_bytes).await?;
     let body = Body::parse(&bytes)?;
@@ -222,7 +235,9 @@ async fn initialize(
             });
             return Ok(());
         }
-        Err(InitializeError::InvalidParams(e)) => jsonrpc::error_response(Some(&r.id), &e),
+        Err(InitializeError::InvalidParams(e) | InitializeError::Upstream(e)) => {
+            jsonrpc::error_response(Some(&r.id), &e)
+        }
         Err(e) => return Err(HttpError::Unavailable(e.to_string())),
     };
     let _ = conn

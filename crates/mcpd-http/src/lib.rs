@@ -6,6 +6,8 @@
 //! - [`modern`]: the 2026-07-28 envelope and `Mcp-*` header checks.
 //! - [`sse`]: JSON-or-SSE responses, keep-alive.
 //! - [`guard`]: Origin and Host checks (DNS-rebinding protection).
+//! - [`limits`]: the connection cap, the request-head size limit and the
+//!   socket options that end stalled connections.
 //! - [`error`]: every transport error with its status and JSON-RPC body.
 //!
 //! [`configure`] mounts everything on an `App`; `main` and the tests use the
@@ -24,6 +26,7 @@ use mcpd_core::{SessionManager, Stateless};
 pub mod error;
 pub mod guard;
 pub mod legacy_sse;
+pub mod limits;
 pub mod modern;
 pub mod security;
 pub mod sse;
@@ -45,6 +48,10 @@ pub struct HttpConfig {
     pub max_body_bytes: usize,
     /// Interval of SSE keep-alive comments.
     pub keep_alive: Duration,
+    /// Time a request body has to arrive, from the end of its headers.
+    pub body_timeout: Duration,
+    /// Largest request head (all header names and values); 431 above.
+    pub max_header_bytes: usize,
     /// Serve the 2024-11-05 HTTP+SSE transport (`GET legacy_sse_path`,
     /// `POST legacy_messages_path`).
     pub legacy_sse: bool,
@@ -59,6 +66,8 @@ impl Default for HttpConfig {
             origins: OriginPolicy::default(),
             max_body_bytes: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            body_timeout: Duration::from_secs(30),
+            max_header_bytes: 32 * 1024,
             legacy_sse: true,
             legacy_sse_path: "/sse".into(),
             legacy_messages_path: "/messages".into(),
@@ -127,6 +136,25 @@ pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceCon
                 web::get().to(|| async { HttpResponse::Ok().body("ok") }),
             )
             .route("/readyz", web::get().to(readyz));
+    }
+}
+
+/// Mounts another MCP endpoint at `state.config.path` with its own
+/// sessions (a gateway pass-through server). Call after [`configure`],
+/// whose state supplies the app-wide Origin policy for CORS.
+pub fn configure_endpoint(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg| {
+        let path = state.config.path.clone();
+        cfg.service(
+            web::resource(path)
+                .app_data(state)
+                .wrap(from_fn(cors))
+                .route(web::post().to(transport::post))
+                .route(web::get().to(transport::get))
+                .route(web::delete().to(transport::delete))
+                .route(web::method(Method::OPTIONS).to(security::preflight))
+                .default_service(web::to(transport::other_method)),
+        );
     }
 }
 

@@ -8,7 +8,7 @@ use actix_web::HttpResponse;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use mcpd_core::stateless::REMOVED_METHODS;
-use mcpd_core::{McpServer, ModernMeta, StreamItem};
+use mcpd_core::{ModernMeta, StreamItem};
 use mcpd_protocol::jsonrpc::{Body, Message, Request};
 use mcpd_protocol::methods::{self as m, meta};
 use mcpd_protocol::types::JsonObject;
@@ -105,11 +105,19 @@ pub async fn post(
                 state.sse_opened(),
             ))
         }
-        method if REMOVED_METHODS.contains(&method) || !McpServer::handles(method) => Err(rpc(
-            StatusCode::NOT_FOUND,
-            &req,
-            ErrorObject::method_not_found(method),
-        )),
+        method
+            if REMOVED_METHODS.contains(&method)
+                || !state
+                    .manager
+                    .server()
+                    .answers(method, req.server_id.as_deref()) =>
+        {
+            Err(rpc(
+                StatusCode::NOT_FOUND,
+                &req,
+                ErrorObject::method_not_found(method),
+            ))
+        }
         _ => {
             let mut rx = state.stateless.run(req, meta, caller);
             match rx.recv().await {

@@ -21,9 +21,15 @@ use crate::error::HttpError;
 pub struct Security {
     pub auth: Option<Arc<Authenticator>>,
     /// Requests per principal (or client IP without auth).
-    pub requests: Option<RateLimiter>,
+    pub requests: Option<Arc<RateLimiter>>,
     /// Sessions created per principal (or client IP).
-    pub sessions: Option<RateLimiter>,
+    pub sessions: Option<Arc<RateLimiter>>,
+    /// Scopes every request on this endpoint needs (a gateway upstream's).
+    pub endpoint_scopes: Vec<String>,
+    /// Gateway upstreams' scopes by id, with the tool-name separator, for
+    /// `server_id` requests and aggregated (`{id}{separator}…`) tools.
+    pub upstream_scopes: Arc<std::collections::HashMap<String, Vec<String>>>,
+    pub separator: String,
     /// Header carrying the client IP when behind a proxy (its first
     /// address is used), e.g. `X-Forwarded-For`. Unset: the peer address.
     pub client_ip_header: Option<String>,
@@ -75,6 +81,32 @@ impl Security {
                 }
             }
         };
+        if let (Some(auth), Some(p)) = (&self.auth, &principal) {
+            // Scopes needed for anything at all on this endpoint (GET streams
+            // and DELETE included, not only JSON-RPC requests).
+            let mut needed = auth.config().required_scopes.clone();
+            needed.extend(
+                self.endpoint_scopes
+                    .iter()
+                    .filter(|s| !auth.config().required_scopes.contains(s))
+                    .cloned(),
+            );
+            let missing = p.missing(&needed);
+            if !missing.is_empty() {
+                metrics
+                    .auth_rejections
+                    .with_label_values(&["insufficient_scope"])
+                    .inc();
+                return Err(HttpError::Unauthorized {
+                    status: StatusCode::FORBIDDEN,
+                    challenge: auth.insufficient_scope(&needed, &missing),
+                    message: format!(
+                        "Forbidden: this endpoint needs the scope {}",
+                        missing.join(" ")
+                    ),
+                });
+            }
+        }
         let key = match &principal {
             Some(p) => p.key(),
             None => self.client_ip(req),
@@ -93,7 +125,12 @@ impl Security {
             tools: match (&self.auth, &principal) {
                 (Some(auth), Some(p)) if auth.config().hide_unauthorized_tools => {
                     let (auth, p) = (auth.clone(), p.clone());
-                    Some(Arc::new(move |tool: &str| auth.may_call(&p, tool)))
+                    let (ups, sep) = (self.upstream_scopes.clone(), self.separator.clone());
+                    Some(Arc::new(move |tool: &str| {
+                        auth.may_call(&p, tool)
+                            && p.missing(&upstream_scopes(&ups, &sep, None, Some(tool)))
+                                .is_empty()
+                    }))
                 }
                 _ => None,
             },
@@ -135,7 +172,17 @@ impl Security {
             let tool = (r.method == methods::TOOLS_CALL)
                 .then(|| r.params.as_ref()?.get("name")?.as_str())
                 .flatten();
-            let needed = auth.scopes_for(&r.method, tool);
+            let mut needed = auth.scopes_for(&r.method, tool);
+            for s in self.endpoint_scopes.iter().cloned().chain(upstream_scopes(
+                &self.upstream_scopes,
+                &self.separator,
+                r.server_id.as_deref(),
+                tool,
+            )) {
+                if !needed.contains(&s) {
+                    needed.push(s);
+                }
+            }
             let missing = p.missing(&needed);
             if !missing.is_empty() {
                 metrics
@@ -175,6 +222,27 @@ impl Security {
     }
 }
 
+/// Scopes a gateway upstream asks for: the one named by `server_id`, or
+/// the one whose prefix an aggregated tool name carries.
+fn upstream_scopes(
+    ups: &std::collections::HashMap<String, Vec<String>>,
+    sep: &str,
+    server_id: Option<&str>,
+    tool: Option<&str>,
+) -> Vec<String> {
+    if ups.is_empty() {
+        return Vec::new();
+    }
+    let by_prefix = tool.and_then(|t| t.split_once(sep)).map(|(id, _)| id);
+    server_id
+        .into_iter()
+        .chain(by_prefix)
+        .filter_map(|id| ups.get(id))
+        .flatten()
+        .cloned()
+        .collect()
+}
+
 fn unauthorized(auth: &Authenticator, e: &AuthError) -> HttpError {
     let status = match e {
         AuthError::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -201,6 +269,15 @@ pub async fn metadata(
     let Some(auth) = &state.security.auth else {
         return HttpResponse::NotFound().finish();
     };
+    if req.method() == actix_web::http::Method::OPTIONS {
+        // A browser's preflight for the metadata: any origin may read it.
+        return HttpResponse::NoContent()
+            .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, OPTIONS"))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "MCP-Protocol-Version"))
+            .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
+            .finish();
+    }
     if req.method() != actix_web::http::Method::GET {
         return HttpResponse::MethodNotAllowed()
             .insert_header((header::ALLOW, "GET"))
@@ -215,7 +292,8 @@ pub async fn metadata(
 /// Request headers a browser MCP client sends (both eras).
 const ALLOW_HEADERS: &str = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
 /// Response headers a browser client must be able to read.
-pub const EXPOSE_HEADERS: &str = "Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version";
+pub const EXPOSE_HEADERS: &str =
+    "Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version, Retry-After";
 
 /// A CORS preflight (`OPTIONS`): answered without a token; 403 for an
 /// origin that is not allowed.

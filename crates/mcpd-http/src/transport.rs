@@ -16,7 +16,7 @@ use mcpd_protocol::{methods, version, ProtocolVersion};
 use crate::error::HttpError;
 use crate::modern;
 use crate::sse::sse_response;
-use crate::{AppState, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use crate::{AppState, HttpConfig, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
 fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
@@ -98,15 +98,45 @@ pub(crate) async fn read_body(
     if declared.is_some_and(|n| n > limit) {
         return Err(HttpError::TooLarge(limit));
     }
-    let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| HttpError::Body(e.to_string()))?;
-        if body.len() + chunk.len() > limit {
-            return Err(HttpError::TooLarge(limit));
+    // The whole body must arrive within `http.body_timeout_secs`: a client
+    // that sends headers and then trickles the body (slowloris) is cut off.
+    let timeout = req
+        .app_data::<web::Data<AppState>>()
+        .map_or(HttpConfig::default().body_timeout, |s| {
+            s.config.body_timeout
+        });
+    let read = async {
+        let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|e| HttpError::Body(e.to_string()))?;
+            if body.len() + chunk.len() > limit {
+                return Err(HttpError::TooLarge(limit));
+            }
+            body.extend_from_slice(&chunk);
         }
-        body.extend_from_slice(&chunk);
+        Ok(body)
+    };
+    let result = tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or(Err(HttpError::BodyTimeout(timeout.as_secs())));
+    if matches!(
+        result,
+        Err(HttpError::TooLarge(_) | HttpError::BodyTimeout(_))
+    ) {
+        hold_unread(payload);
     }
-    Ok(body)
+    result
+}
+
+/// Keeps a body that was not read to its end open until the answer has
+/// started, so actix closes the connection after the answer. Dropped at
+/// once, a chunked body would be drained instead: a client that never stops
+/// sending would hold the connection (and a worker's time) forever.
+fn hold_unread(payload: web::Payload) {
+    actix_web::rt::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        drop(payload);
+    });
 }
 
 /// `POST /mcp`: one client message or (2025-03-26) a batch.
@@ -239,7 +269,7 @@ async fn initialize(
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header((SESSION_HEADER, session.id()))
             .json(jsonrpc::response(&r.id, result))),
-        Err(InitializeError::InvalidParams(e)) => {
+        Err(InitializeError::InvalidParams(e) | InitializeError::Upstream(e)) => {
             Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
         }
         Err(

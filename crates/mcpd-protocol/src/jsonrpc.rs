@@ -48,6 +48,9 @@ pub struct Request {
     pub id: RequestId,
     pub method: String,
     pub params: Option<Map<String, Value>>,
+    /// The gateway's routing field (a top-level `server_id`, from the
+    /// project's seed protocol): the upstream server this request is for.
+    pub server_id: Option<String>,
 }
 
 /// A notification: no id, never answered.
@@ -183,8 +186,18 @@ impl Message {
                 Some(Value::Object(p)) => Some(p),
                 Some(_) => return Err(invalid("\"params\" must be an object")),
             };
+            let server_id = match obj.remove("server_id") {
+                None => None,
+                Some(Value::String(s)) => Some(s),
+                Some(_) => return Err(invalid("\"server_id\" must be a string")),
+            };
             return Ok(match id {
-                Some(id) => Message::Request(Request { id, method, params }),
+                Some(id) => Message::Request(Request {
+                    id,
+                    method,
+                    params,
+                    server_id,
+                }),
                 None => Message::Notification(Notification { method, params }),
             });
         }

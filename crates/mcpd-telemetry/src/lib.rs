@@ -171,6 +171,7 @@ impl Metrics {
     pub const AUTH_REASONS: &'static [&'static str] = &[
         "missing_token",
         "invalid_token",
+        "invalid_request",
         "expired",
         "wrong_audience",
         "wrong_issuer",

@@ -73,6 +73,25 @@ pub struct Config {
     pub auth: AuthSection,
     pub tls: TlsSection,
     pub rate_limit: RateLimitSection,
+    pub gateway: GatewaySection,
+    /// `[[upstream]]`: MCP servers behind the gateway (`docs/gateway.md`).
+    pub upstream: Vec<mcpd_gateway::UpstreamConfig>,
+}
+
+/// The gateway's shared settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewaySection {
+    /// Between an upstream's id and its tool or prompt names on `/mcp`.
+    pub separator: String,
+}
+
+impl Default for GatewaySection {
+    fn default() -> Self {
+        Self {
+            separator: "__".into(),
+        }
+    }
 }
 
 /// OAuth 2.1 resource server: bearer JWTs from the organisation's
@@ -260,6 +279,12 @@ pub struct ServerSection {
     pub workers: usize,
     /// Seconds running requests get to finish on shutdown.
     pub shutdown_grace_secs: u64,
+    /// Seconds between SIGTERM (readiness fails, new sessions refused) and
+    /// closing the listener, for load balancers to notice.
+    pub shutdown_delay_secs: u64,
+    /// Connections open at once (all workers); requests on connections over
+    /// it get 503 + `Retry-After`. 0: no cap.
+    pub max_connections: usize,
     pub instructions: Option<String>,
 }
 
@@ -283,6 +308,17 @@ pub struct HttpSection {
     pub allow_localhost_origins: bool,
     pub max_body_bytes: usize,
     pub keep_alive_secs: u64,
+    /// Time a client has to send a request's headers (408 after).
+    pub header_timeout_secs: u64,
+    /// Time a client has to send a request's body (408 after).
+    pub body_timeout_secs: u64,
+    /// An idle keep-alive connection is closed after this.
+    pub idle_timeout_secs: u64,
+    /// A connection whose client takes no data for this long (stopped
+    /// reading, or vanished) is aborted. 0: the kernel's default.
+    pub stall_timeout_secs: u64,
+    /// Largest request head, all header names and values (431 above).
+    pub max_header_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -352,6 +388,8 @@ impl Default for ServerSection {
             toolset: Toolset::Demo,
             workers: 0,
             shutdown_grace_secs: 10,
+            shutdown_delay_secs: 0,
+            max_connections: 20_000,
             instructions: None,
         }
     }
@@ -370,6 +408,11 @@ impl Default for HttpSection {
             allow_localhost_origins: h.origins.allow_localhost_origins,
             max_body_bytes: h.max_body_bytes,
             keep_alive_secs: h.keep_alive.as_secs(),
+            header_timeout_secs: 30,
+            body_timeout_secs: h.body_timeout.as_secs(),
+            idle_timeout_secs: 5,
+            stall_timeout_secs: 60,
+            max_header_bytes: h.max_header_bytes,
         }
     }
 }
@@ -418,7 +461,8 @@ impl Default for LogSection {
     }
 }
 
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
+    "gateway",
     "auth",
     "tls",
     "rate_limit",
@@ -529,6 +573,16 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, why: &str| Err(ConfigError(format!("{key}: {why}")));
         self.validate_security()?;
+        let mut ids = std::collections::HashSet::new();
+        for u in &self.upstream {
+            u.validate().map_err(ConfigError)?;
+            if !ids.insert(u.id.as_str()) {
+                return bad("upstream.id", &format!("{:?} is used twice", u.id));
+            }
+        }
+        if self.gateway.separator.is_empty() {
+            return bad("gateway.separator", "must not be empty");
+        }
         if !(0.0..=1.0).contains(&self.tracing.sample_ratio) {
             return bad("tracing.sample_ratio", "must be between 0.0 and 1.0");
         }
@@ -572,6 +626,10 @@ impl Config {
         for (key, v) in [
             ("http.max_body_bytes", self.http.max_body_bytes as u64),
             ("http.keep_alive_secs", self.http.keep_alive_secs),
+            ("http.header_timeout_secs", self.http.header_timeout_secs),
+            ("http.body_timeout_secs", self.http.body_timeout_secs),
+            ("http.idle_timeout_secs", self.http.idle_timeout_secs),
+            ("http.max_header_bytes", self.http.max_header_bytes as u64),
             ("limits.max_sessions", self.limits.max_sessions as u64),
             (
                 "limits.max_in_flight_per_session",
@@ -687,12 +745,15 @@ impl Config {
                 ),
             );
         }
-        let local = ["//localhost", "//127.0.0.1", "//[::1]"].iter().any(|h| {
-            a.resource
-                .to_ascii_lowercase()
-                .split_once(':')
-                .is_some_and(|(_, r)| r.starts_with(h))
-        });
+        let lower = a.resource.to_ascii_lowercase();
+        let authority = lower
+            .split_once("://")
+            .map_or("", |(_, r)| r.split(['/', '?', '#']).next().unwrap_or(""));
+        let host = match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => authority.split(':').next().unwrap_or(""),
+        };
+        let local = matches!(host, "localhost" | "127.0.0.1" | "::1");
         if !a.resource.to_ascii_lowercase().starts_with("https://") && !local {
             return bad(
                 "auth.resource",
@@ -860,6 +921,8 @@ impl Config {
             },
             max_body_bytes: h.max_body_bytes,
             keep_alive: Duration::from_secs(h.keep_alive_secs),
+            body_timeout: Duration::from_secs(h.body_timeout_secs),
+            max_header_bytes: h.max_header_bytes,
             legacy_sse: h.legacy_sse,
             legacy_sse_path: h.legacy_sse_path.clone(),
             legacy_messages_path: h.legacy_messages_path.clone(),

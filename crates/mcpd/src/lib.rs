@@ -21,11 +21,13 @@ use mcpd_store::{
 use tracing::Instrument;
 
 pub mod config;
+mod shutdown;
 pub mod stdio;
 mod tls;
 pub mod toolsets;
 
 pub use config::{Cli, Config, StoreBackend, Transport};
+pub use shutdown::StopHandle;
 
 /// A started mcpd: await [`Running::run`] to serve; stop it with a
 /// [`StopHandle`].
@@ -35,28 +37,6 @@ pub struct Running {
     admin: Option<(std::net::SocketAddr, actix_web::dev::Server)>,
 }
 
-/// Stops a running mcpd: streams that can end politely do (listen streams
-/// get their final result), then the HTTP server stops.
-#[derive(Clone)]
-pub struct StopHandle {
-    http: actix_web::dev::ServerHandle,
-    admin: Option<actix_web::dev::ServerHandle>,
-    manager: Arc<SessionManager>,
-}
-
-impl StopHandle {
-    /// `graceful`: let in-flight HTTP responses finish (up to
-    /// `server.shutdown_grace_secs`).
-    pub async fn stop(&self, graceful: bool) {
-        self.manager.begin_shutdown();
-        self.manager.shutdown_streams();
-        self.http.stop(graceful).await;
-        if let Some(admin) = &self.admin {
-            admin.stop(graceful).await;
-        }
-    }
-}
-
 impl Running {
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
@@ -64,7 +44,7 @@ impl Running {
 
     /// Whether the configured store answers (Redis: PING).
     pub async fn check_stores(&self) -> Result<(), mcpd_core::StoreError> {
-        self.stop.manager.check_stores().await
+        self.stop.manager().check_stores().await
     }
 
     /// The admin listener's address, when configured.
@@ -72,12 +52,15 @@ impl Running {
         self.admin.as_ref().map(|(a, _)| *a)
     }
 
-    /// Serves until stopped.
+    /// Serves until stopped (and a graceful stop has given running
+    /// requests their grace period).
     pub async fn run(self) -> std::io::Result<()> {
         if let Some((_, admin)) = self.admin {
             actix_rt::spawn(admin);
         }
-        self.server.await
+        let result = self.server.await;
+        self.stop.stopped().await;
+        result
     }
 }
 
@@ -94,7 +77,11 @@ pub fn serve_with(
     listener: TcpListener,
     extend: impl FnOnce(&Registry),
 ) -> std::io::Result<Running> {
-    let Core { manager, stateless } = build(config, extend)?;
+    let Core {
+        manager,
+        stateless,
+        upstreams,
+    } = build(config, extend)?;
     let invalid = |e: config::ConfigError| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
     };
@@ -108,25 +95,64 @@ pub fn serve_with(
         });
     }
     let (requests, sessions) = config.rate_limiters();
-    let security = mcpd_http::Security {
-        auth,
-        requests,
-        sessions,
+    let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
+    let upstream_scopes = Arc::new(
+        config
+            .upstream
+            .iter()
+            .filter(|u| !u.scopes.is_empty())
+            .map(|u| (u.id.clone(), u.scopes.clone()))
+            .collect::<std::collections::HashMap<_, _>>(),
+    );
+    let security = |endpoint_scopes: Vec<String>| mcpd_http::Security {
+        auth: auth.clone(),
+        requests: requests.clone(),
+        sessions: sessions.clone(),
         client_ip_header: Some(config.rate_limit.client_ip_header.clone())
             .filter(|h| !h.is_empty()),
+        endpoint_scopes,
+        upstream_scopes: upstream_scopes.clone(),
+        separator: config.gateway.separator.clone(),
     };
     let state = web::Data::new(AppState {
         manager: manager.clone(),
         stateless,
         legacy: Default::default(),
         config: config.http(),
-        security,
+        security: security(Vec::new()),
     });
+    // The gateway's pass-through endpoints: `{path}/{upstream id}`.
+    let endpoints: Vec<web::Data<AppState>> = upstreams
+        .into_iter()
+        .map(|(id, core)| {
+            let mut http = config.http();
+            http.path = format!("{}/{id}", config.http.path.trim_end_matches('/'));
+            let scopes = config
+                .upstream
+                .iter()
+                .find(|u| u.id == id)
+                .map(|u| u.scopes.clone())
+                .unwrap_or_default();
+            web::Data::new(AppState {
+                manager: core.manager,
+                stateless: core.stateless,
+                legacy: Default::default(),
+                config: http,
+                security: security(scopes),
+            })
+        })
+        .collect();
+    let managers: Vec<Arc<SessionManager>> = std::iter::once(manager.clone())
+        .chain(endpoints.iter().map(|e| e.manager.clone()))
+        .collect();
     let metrics = manager.server().metrics.clone();
     let http = HttpServer::new(move || {
         let metrics = metrics.clone();
-        App::new()
-            .configure(mcpd_http::configure(state.clone()))
+        let mut app = App::new().configure(mcpd_http::configure(state.clone()));
+        for e in &endpoints {
+            app = app.configure(mcpd_http::configure_endpoint(e.clone()));
+        }
+        app.wrap(actix_web::middleware::from_fn(mcpd_http::limits::admit))
             .wrap_fn(move |req, srv| {
                 let method: &'static str = match req.method().as_str() {
                     "GET" => "GET",
@@ -148,16 +174,25 @@ pub fn serve_with(
                 .instrument(span)
             })
     })
-    .shutdown_timeout(config.server.shutdown_grace_secs)
-    .client_request_timeout(Duration::from_secs(30))
-    // SSE answers are several small writes: without TCP_NODELAY the
-    // last one can wait ~40 ms for a delayed ACK (Nagle).
-    .on_connect(|conn, _| {
-        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-            let _ = tcp.set_nodelay(true);
-        }
-        if let Some(tls) = conn.downcast_ref::<TlsStream>() {
-            let _ = tls.get_ref().0.set_nodelay(true);
+    // The grace period is counted by the StopHandle; actix gets a little
+    // longer, to write the retry hints of streams closed when it ends.
+    .shutdown_timeout(config.server.shutdown_grace_secs + shutdown::HINT_MARGIN_SECS)
+    .client_request_timeout(Duration::from_secs(config.http.header_timeout_secs))
+    .keep_alive(Duration::from_secs(config.http.idle_timeout_secs))
+    // Counts connections against server.max_connections; sets TCP_NODELAY
+    // (SSE answers are several small writes: without it the last one can
+    // wait ~40 ms for a delayed ACK) and the stall timeout.
+    .on_connect({
+        let connections = mcpd_http::limits::ConnectionLimit::new(config.server.max_connections);
+        let stall = Duration::from_secs(config.http.stall_timeout_secs);
+        move |conn, ext| {
+            connections.on_connect(ext);
+            if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                mcpd_http::limits::tune_tcp(tcp, stall);
+            }
+            if let Some(tls) = conn.downcast_ref::<TlsStream>() {
+                mcpd_http::limits::tune_tcp(tls.get_ref().0, stall);
+            }
         }
     });
     let mut http = if config.tls.enabled() {
@@ -178,11 +213,12 @@ pub fn serve_with(
         Some(addr) => Some(admin_server(addr, manager.clone())?),
         None => None,
     };
-    let stop = StopHandle {
-        http: server.handle(),
-        admin: admin.as_ref().map(|(_, s)| s.handle()),
-        manager,
-    };
+    let stop = StopHandle::new(
+        server.handle(),
+        admin.as_ref().map(|(_, s)| s.handle()),
+        managers,
+        &config.server,
+    );
     Ok(Running {
         server,
         stop,
@@ -212,11 +248,13 @@ type TlsStream = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::T
 pub struct Core {
     pub manager: Arc<SessionManager>,
     pub stateless: Arc<Stateless>,
+    /// Pass-through endpoints of the gateway: (upstream id, its core).
+    pub upstreams: Vec<(String, Core)>,
 }
 
 /// Builds the catalogue, stores, session manager and stateless era from
-/// `config`, and starts background tasks. Must be called inside an actix
-/// system.
+/// `config`, and starts background tasks (and the gateway's upstreams).
+/// Must be called inside an actix system.
 pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Core> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
@@ -236,6 +274,55 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
     server.metrics = Arc::new(mcpd_telemetry::Metrics::with_tool_labels(
         config.admin.metrics_tools.clone(),
     ));
+    let gateway = mcpd_gateway::Gateway::start(&config.upstream);
+    server.routes = gateway.routes();
+    let metrics = server.metrics.clone();
+    let server = Arc::new(server);
+    for up in gateway.upstreams.iter().filter(|u| u.config().aggregate) {
+        mcpd_gateway::catalog::aggregate(up.clone(), &server, &config.gateway.separator);
+    }
+    let mut core = core_for(config, server, stats.clone())?;
+    for task in background {
+        actix_rt::spawn(task);
+    }
+    for up in &gateway.upstreams {
+        let mut s = McpServer::new(
+            Implementation {
+                name: up.id().into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                title: None,
+            },
+            Registry::new(config.limits.page_size),
+            config.limits(),
+        );
+        s.metrics = metrics.clone();
+        s.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
+        s.forward_all = Some(up.clone());
+        // The upstream's own announcements reach this endpoint's sessions.
+        let notifier = s.registry.notifier();
+        up.on_event(Arc::new(move |_, e| {
+            if let mcpd_gateway::upstream::Event::Notification(method, params) = e {
+                match method.as_str() {
+                    "notifications/tools/list_changed" => notifier.tools_list_changed(),
+                    "notifications/prompts/list_changed" => notifier.prompts_list_changed(),
+                    "notifications/resources/list_changed" => notifier.resources_list_changed(),
+                    "notifications/resources/updated" => {
+                        if let Some(uri) = params["uri"].as_str() {
+                            notifier.resource_updated(uri);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }));
+        let c = core_for(config, Arc::new(s), stats.clone())?;
+        core.upstreams.push((up.id().to_owned(), c));
+    }
+    Ok(core)
+}
+
+/// Stores, session manager and stateless era for `server`.
+fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>) -> std::io::Result<Core> {
     let replica = mcpd_core::new_replica_id();
     let (log, directory, bus): (
         Arc<dyn EventLog>,
@@ -254,16 +341,17 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
             (store.clone(), store.clone(), Arc::new(RedisBus(store)))
         }
     };
-    let manager = SessionManager::new(Arc::new(server), log, directory, bus, stats);
+    let manager = SessionManager::new(server, log, directory, bus, stats);
     manager.start_change_feed();
     let keys = config
         .key_ring()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     let stateless = Stateless::new(manager.clone(), keys, config.cache_hints());
-    for task in background {
-        actix_rt::spawn(task);
-    }
-    Ok(Core { manager, stateless })
+    Ok(Core {
+        manager,
+        stateless,
+        upstreams: Vec::new(),
+    })
 }
 
 /// Binds the configured address, prints `mcpd listening on URL` on stdout,

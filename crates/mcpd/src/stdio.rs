@@ -98,9 +98,10 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                                     );
                                     session = Some(s);
                                 }
-                                Err(InitializeError::InvalidParams(e)) => {
-                                    send(&out, jsonrpc::error_response(Some(&r.id), &e)).await
-                                }
+                                Err(
+                                    InitializeError::InvalidParams(e)
+                                    | InitializeError::Upstream(e),
+                                ) => send(&out, jsonrpc::error_response(Some(&r.id), &e)).await,
                                 Err(e) => {
                                     send(
                                         &out,

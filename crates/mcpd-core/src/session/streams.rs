@@ -433,6 +433,31 @@ impl Streams {
         });
     }
 
+    /// Shutdown: closes the connections of open streams with a `retry`
+    /// hint, so their clients reconnect (to another replica) and resume with
+    /// `Last-Event-ID`. The streams themselves go on: what their requests
+    /// still send is logged. `get_only`: just the standalone GET stream
+    /// (it carries no request, so it can move at once). A stream still
+    /// answering in JSON becomes SSE first, so the client gets an event id
+    /// to resume from (2025-11-25; older revisions have no priming event).
+    /// Connection streams (HTTP+SSE, stdio) cannot be resumed and are left
+    /// to close with the process.
+    pub fn release_for_shutdown(&mut self, get_only: bool) {
+        let keys: Vec<Arc<str>> = self
+            .map
+            .iter()
+            .filter(|(k, st)| {
+                st.writer.is_some() && !st.persistent && (!get_only || &***k == GET_STREAM)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            if self.upgrade(&key) {
+                self.outbox.push(Out::Release { stream: key });
+            }
+        }
+    }
+
     pub fn any_connected(&self) -> bool {
         self.map
             .values()
@@ -859,6 +884,23 @@ impl Streams {
                 let _ = reply.send(Ok(rx));
             }),
         );
+    }
+}
+
+/// Shutdown: close this session's open SSE connections with a `retry`
+/// hint (see [`Streams::release_for_shutdown`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct ReleaseForShutdown {
+    pub get_only: bool,
+}
+
+impl Handler<ReleaseForShutdown> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReleaseForShutdown, ctx: &mut Context<SessionActor>) {
+        self.streams.release_for_shutdown(msg.get_only);
+        self.streams.flush(ctx);
     }
 }
 

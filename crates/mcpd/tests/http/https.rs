@@ -150,6 +150,24 @@ async fn https_speaks_http2_and_reloads_its_certificate_on_sighup() {
     );
     let unauth = mcpd.url.clone();
     assert_eq!(curl(&unauth, &old_ca).map(|r| r.1), Ok("401".into()));
+    // DNS rebinding over HTTP/2: the :authority is checked like Host.
+    let port = mcpd.port;
+    let out = Command::new("curl")
+        .args([
+            "-sk",
+            "--http2",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+        ])
+        .args(["--resolve", &format!("rebound.example:{port}:127.0.0.1")])
+        .args(["-X", "POST", &format!("https://rebound.example:{port}/mcp")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 403");
 
     // A renewed certificate (new key): until mcpd reloads, clients that
     // trust only the new one cannot connect.

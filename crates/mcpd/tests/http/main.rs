@@ -14,6 +14,16 @@
 //!   cancellation, sampling, elicitation, per-revision gating.
 //! - [`errors`]: transport errors (403, 405, 406, 413, 415, 400, 404).
 //! - [`limits`]: in-flight cap and request timeout.
+//! - [`fuzz`]: random methods, headers and bodies (proptest) through the
+//!   whole handler; oversize heads.
+//! - [`slow_clients`]: trickled heads and bodies (slowloris), idle
+//!   keep-alive connections.
+//! - [`slow_reader`]: a client that stops reading a flooded SSE stream:
+//!   bounded server memory, the connection cut, resumption.
+//! - [`overload`]: refusals at the session, in-flight, connection and
+//!   mailbox caps while work under them is served.
+//! - [`shutdown`]: SIGTERM: readiness first, retry hints, the grace period,
+//!   streams resumed on a second process sharing Redis.
 //! - [`stateless`]: the 2026-07-28 era (`revision-2026-07-28.md` §13,
 //!   items `R<n>`): headers, `_meta`, MRTR, listen, both eras at once.
 //! - [`redis_store`]: mcpd SIGKILLed and restarted on Redis, Redis killed or
@@ -28,16 +38,22 @@ mod auth;
 mod backend;
 mod errors;
 mod features;
+mod fuzz;
+mod gateway;
 mod get_resume;
 mod https;
 mod lifecycle;
 mod limits;
 mod metrics;
 mod node;
+mod overload;
 mod post;
 mod redis_store;
 mod scaleout;
 mod sdk_resume;
+mod shutdown;
+mod slow_clients;
+mod slow_reader;
 mod stateless;
 mod tracing;
 

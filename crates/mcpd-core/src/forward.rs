@@ -1,0 +1,35 @@
+//! Requests answered by something other than the registry: an upstream MCP
+//! server behind the gateway. A [`Forward`] gets the raw method and params
+//! and the request's [`RequestContext`], through which it relays the
+//! upstream's progress, logs and questions (sampling, elicitation, roots)
+//! to the client; dropping its future is the cancellation.
+//!
+//! [`McpServer`](crate::McpServer) uses forwards two ways: `routes` answers
+//! requests that name a `server_id`, and `forward_all` makes a whole server
+//! a pass-through to one upstream (capabilities and server info included).
+
+use async_trait::async_trait;
+use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::ErrorObject;
+use serde_json::Value;
+
+use crate::context::RequestContext;
+
+#[async_trait]
+pub trait Forward: Send + Sync + 'static {
+    /// The upstream's `initialize` result (capabilities, serverInfo,
+    /// instructions), connecting first if needed; for a pass-through
+    /// server's own `initialize`.
+    async fn handshake(&self, session: Option<&str>) -> Result<Value, ErrorObject>;
+
+    /// Answers one request: the upstream's result, unchanged, or its error.
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<JsonObject>,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject>;
+
+    /// A session ended: per-session upstream connections can close.
+    fn session_ended(&self, _session: &str) {}
+}

@@ -1,0 +1,167 @@
+//! `[[upstream]]` entries: one MCP server each, a stdio program mcpd spawns
+//! or a remote Streamable HTTP endpoint.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Whether downstream sessions share one upstream connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Share {
+    /// One connection (one child process) for every downstream session;
+    /// request ids and progress tokens are rewritten so no session sees
+    /// another's messages.
+    #[default]
+    Shared,
+    /// One connection per downstream session, closed when the session ends.
+    Session,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// The name in `/mcp/{id}`, `server_id` and the `{id}__` prefix.
+    pub id: String,
+    /// A stdio server: the program and its arguments.
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// A remote Streamable HTTP server.
+    #[serde(default)]
+    pub url: String,
+    /// Extra headers for a remote server (its own credentials; the
+    /// client's token is never forwarded).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub share: Share,
+    /// Longest an upstream request may take.
+    #[serde(default = "defaults::request_timeout")]
+    pub request_timeout_secs: u64,
+    /// Longest start-up + `initialize` may take.
+    #[serde(default = "defaults::connect_timeout")]
+    pub connect_timeout_secs: u64,
+    /// With `share = "session"`: upstream connections (processes) at once.
+    #[serde(default = "defaults::max_sessions")]
+    pub max_sessions: usize,
+    /// Restart backoff after a crash: doubles from the first to the max.
+    #[serde(default = "defaults::backoff_initial")]
+    pub restart_backoff_ms: u64,
+    #[serde(default = "defaults::backoff_max")]
+    pub restart_backoff_max_ms: u64,
+    /// Put this upstream's tools and prompts into `/mcp` (prefixed).
+    #[serde(default = "defaults::yes")]
+    pub aggregate: bool,
+    /// Scopes a token needs to reach this upstream (any way in).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+mod defaults {
+    pub fn request_timeout() -> u64 {
+        300
+    }
+    pub fn connect_timeout() -> u64 {
+        30
+    }
+    pub fn max_sessions() -> usize {
+        100
+    }
+    pub fn backoff_initial() -> u64 {
+        250
+    }
+    pub fn backoff_max() -> u64 {
+        30_000
+    }
+    pub fn yes() -> bool {
+        true
+    }
+}
+
+impl UpstreamConfig {
+    /// A stdio upstream with defaults (for tests and embedding).
+    pub fn stdio(id: &str, command: &str, args: &[&str]) -> Self {
+        Self {
+            id: id.into(),
+            command: command.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: String::new(),
+            headers: BTreeMap::new(),
+            share: Share::Shared,
+            request_timeout_secs: defaults::request_timeout(),
+            connect_timeout_secs: defaults::connect_timeout(),
+            max_sessions: defaults::max_sessions(),
+            restart_backoff_ms: defaults::backoff_initial(),
+            restart_backoff_max_ms: defaults::backoff_max(),
+            aggregate: true,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// Checks one entry; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let id_ok = !self.id.is_empty()
+            && self
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !id_ok {
+            return Err(format!(
+                "upstream.id {:?}: use letters, digits, - and _ (it becomes a URL path segment)",
+                self.id
+            ));
+        }
+        match (self.command.is_empty(), self.url.is_empty()) {
+            (false, true) | (true, false) => {}
+            _ => {
+                return Err(format!(
+                    "upstream {:?}: set exactly one of command (a stdio server) or url (a Streamable HTTP server)",
+                    self.id
+                ))
+            }
+        }
+        if !self.url.is_empty()
+            && !self.url.starts_with("http://")
+            && !self.url.starts_with("https://")
+        {
+            return Err(format!(
+                "upstream {:?}: url {:?} is not an http(s) URL",
+                self.id, self.url
+            ));
+        }
+        if self.max_sessions == 0 || self.request_timeout_secs == 0 {
+            return Err(format!(
+                "upstream {:?}: max_sessions and request_timeout_secs must be > 0",
+                self.id
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.connect_timeout_secs.max(1))
+    }
+
+    /// Backoff before restart attempt `n` (1-based).
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u64 << attempt.saturating_sub(1).min(16);
+        Duration::from_millis(
+            self.restart_backoff_ms
+                .saturating_mul(factor)
+                .min(self.restart_backoff_max_ms),
+        )
+    }
+}

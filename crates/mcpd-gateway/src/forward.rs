@@ -1,0 +1,182 @@
+//! One upstream as the core sees it: a [`Forward`] that picks the right
+//! connection actor (the shared one, or the downstream session's own) and
+//! relays a request through it.
+
+use std::sync::{Arc, RwLock};
+
+use actix::prelude::*;
+use async_trait::async_trait;
+use dashmap::DashMap;
+use mcpd_core::{Forward, RequestContext};
+use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::{ErrorCode, ErrorObject};
+use serde_json::Value;
+
+use crate::config::{Share, UpstreamConfig};
+use crate::upstream::{self, Event, EventSink, UpstreamActor};
+
+pub struct Upstream {
+    cfg: Arc<UpstreamConfig>,
+    /// The shared connection (with `share = "session"`: the one used for
+    /// the catalogue and for sessionless, 2026-07-28 requests).
+    shared: Addr<UpstreamActor>,
+    /// `share = "session"`: each downstream session's own connection.
+    sessions: DashMap<String, Addr<UpstreamActor>>,
+    sinks: Arc<RwLock<Vec<EventSink>>>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("id", &self.cfg.id)
+            .finish()
+    }
+}
+
+impl Upstream {
+    /// Starts the shared connection (it connects at once, and again after
+    /// a crash). Must run inside an actix system.
+    pub fn start(cfg: UpstreamConfig) -> Arc<Self> {
+        let cfg = Arc::new(cfg);
+        let sinks: Arc<RwLock<Vec<EventSink>>> = Arc::default();
+        let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks)).start();
+        Arc::new(Self {
+            cfg,
+            shared,
+            sessions: DashMap::new(),
+            sinks,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.cfg.id
+    }
+
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.cfg
+    }
+
+    /// Hears the upstream's notifications that belong to no request
+    /// (list changes, resource updates) and its (re)connections.
+    pub fn on_event(&self, sink: EventSink) {
+        self.sinks
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(sink);
+    }
+
+    fn actor_for(&self, session: Option<&str>) -> Result<Addr<UpstreamActor>, ErrorObject> {
+        let session = match (self.cfg.share, session) {
+            (Share::Session, Some(s)) => s,
+            _ => return Ok(self.shared.clone()),
+        };
+        if let Some(a) = self.sessions.get(session) {
+            return Ok(a.clone());
+        }
+        if self.sessions.len() >= self.cfg.max_sessions {
+            return Err(ErrorObject::new(
+                ErrorCode::OVERLOADED,
+                format!(
+                    "Upstream server '{}' has {} sessions open (its max_sessions); retry later",
+                    self.cfg.id, self.cfg.max_sessions
+                ),
+            )
+            .with_data(serde_json::json!({"retryAfterMs": 1000})));
+        }
+        let addr = self
+            .sessions
+            .entry(session.to_owned())
+            .or_insert_with(|| {
+                // A session's own child announcing list changes as it starts
+                // is not news for every session: only resource updates go on
+                // (the catalogue follows the shared connection).
+                let all = fan_out(&self.sinks);
+                let sink: EventSink = Arc::new(move |id: &str, e: &Event| match e {
+                    Event::Notification(m, _) if m == "notifications/resources/updated" => {
+                        all(id, e)
+                    }
+                    _ => {}
+                });
+                UpstreamActor::new(self.cfg.clone(), sink).start()
+            })
+            .clone();
+        Ok(addr)
+    }
+
+    /// Relays one request (no downstream request context: nothing the
+    /// upstream sends meanwhile is relayed).
+    pub async fn call(
+        &self,
+        method: &str,
+        params: Option<JsonObject>,
+        ctx: Option<RequestContext>,
+    ) -> Result<Value, ErrorObject> {
+        let session = ctx.as_ref().and_then(|c| c.session_id().map(str::to_owned));
+        let addr = self.actor_for(session.as_deref())?;
+        upstream::call(
+            &addr,
+            &self.cfg.id,
+            method,
+            params,
+            ctx,
+            self.cfg.request_timeout(),
+        )
+        .await
+    }
+}
+
+fn fan_out(sinks: &Arc<RwLock<Vec<EventSink>>>) -> EventSink {
+    let sinks = sinks.clone();
+    Arc::new(move |id: &str, e: &Event| {
+        let list = sinks.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for s in list {
+            s(id, e);
+        }
+    })
+}
+
+#[async_trait]
+impl Forward for Upstream {
+    async fn handshake(&self, session: Option<&str>) -> Result<Value, ErrorObject> {
+        let addr = self.actor_for(session)?;
+        upstream::handshake(&addr, &self.cfg.id).await
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<JsonObject>,
+        ctx: RequestContext,
+    ) -> Result<Value, ErrorObject> {
+        if method == mcpd_protocol::methods::INITIALIZE {
+            return Err(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "initialize cannot be routed to '{}': mcpd runs the upstream's handshake itself",
+                    self.cfg.id
+                ),
+            ));
+        }
+        self.call(method, params, Some(ctx)).await
+    }
+
+    fn session_ended(&self, session: &str) {
+        if let Some((_, addr)) = self.sessions.remove(session) {
+            // Stopping the actor drops its link, which ends the child.
+            addr.do_send(Stop);
+        }
+    }
+}
+
+/// Stops a per-session connection actor.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+impl Handler<Stop> for UpstreamActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}

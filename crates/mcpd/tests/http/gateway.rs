@@ -1,0 +1,412 @@
+//! The gateway with a real stdio upstream: another mcpd (`mcpd --stdio`,
+//! demo tool set), started by the gateway through `sh` so the test knows
+//! each child's pid. The three ways in, a child killed mid-call, an
+//! upstream that never starts, an unknown `server_id`, and two sessions
+//! sharing one child without seeing each other's messages. (The official
+//! SDK flows against npm server-everything and a PyPI `mcp` server are in
+//! `tests/interop/gateway.sh`.)
+
+use std::time::{Duration, Instant};
+
+use mcpd_gateway::{Share, UpstreamConfig};
+use mcpd_testkit::redis::TempDir;
+use mcpd_testkit::{McpClient, TestServer};
+use serde_json::{json, Value};
+
+use crate::*;
+
+/// An upstream `mcpd --stdio` that appends its pid to `dir/pids` at start.
+fn inner(dir: &TempDir, id: &str, share: Share) -> UpstreamConfig {
+    let script = format!(
+        "echo $$ >> {}/pids; exec {} --stdio",
+        dir.0.display(),
+        env!("CARGO_BIN_EXE_mcpd")
+    );
+    let mut u = UpstreamConfig::stdio(id, "sh", &["-c", &script]);
+    u.env.insert("MCPD_LOG_LEVEL".into(), "warn".into());
+    u.share = share;
+    u
+}
+
+fn pids(dir: &TempDir) -> Vec<u32> {
+    std::fs::read_to_string(dir.0.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn gateway(upstreams: Vec<UpstreamConfig>) -> TestServer {
+    TestServer::start_configured(move |c| c.upstream = upstreams)
+}
+
+/// A request carrying the seed's top-level `server_id`.
+fn routed(id: i64, server: &str, method: &str, params: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"server_id":server,"method":method,"params":params})
+}
+
+/// Waits until the upstream's tools show up in `/mcp`'s aggregated list.
+async fn wait_aggregated(c: &McpClient, name: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let tools = c.call("tools/list", json!({})).await;
+        if tools["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name))
+        {
+            return tools;
+        }
+        assert!(Instant::now() < deadline, "{name} never listed: {tools}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn three_ways_in_to_one_stdio_upstream() {
+    let dir = TempDir::new("gw-ways");
+    let s = gateway(vec![inner(&dir, "inner", Share::Shared)]);
+
+    // 2. Aggregation: prefixed names next to mcpd's own tools.
+    let mut c = s.client();
+    c.initialize().await;
+    let tools = wait_aggregated(&c, "inner__countdown").await;
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"inner__echo"),
+        "{names:?}"
+    );
+    let r = c
+        .request(
+            "tools/call",
+            call_params(
+                "inner__countdown",
+                json!({"steps": 3, "interval_ms": 5}),
+                Some(json!("agg")),
+            ),
+        )
+        .await;
+    let progress: Vec<Value> = r
+        .messages()
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{:?}", r.messages());
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "agg"),
+        "the client's own token comes back: {progress:?}"
+    );
+    assert_eq!(r.last()["result"]["content"][0]["text"], "done");
+    let prompts = c.call("prompts/list", json!({})).await;
+    assert!(prompts["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "inner__greeting"));
+    let got = c
+        .call(
+            "prompts/get",
+            json!({"name":"inner__greeting","arguments":{"name":"Ada"}}),
+        )
+        .await;
+    assert!(got["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Ada"));
+
+    // 3. server_id: the upstream's own names, its answer unchanged.
+    let r = c.post(&routed(7, "inner", "tools/list", json!({}))).await;
+    let up_names: Vec<String> = r.last()["result"]["tools"]
+        .as_array()
+        .expect("the upstream's tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(up_names.contains(&"echo".to_string()));
+    assert!(!up_names.iter().any(|n| n.contains("__")), "{up_names:?}");
+    assert_eq!(r.last()["id"], 7);
+    let r = c
+        .post(&routed(
+            8,
+            "inner",
+            "tools/call",
+            json!({"name":"echo","arguments":{"message":"routed"}}),
+        ))
+        .await;
+    assert_eq!(r.last()["result"]["content"][0]["text"], "routed");
+    let r = c.post(&routed(9, "nope", "tools/list", json!({}))).await;
+    assert_eq!(error_code(&r.last()), -32001);
+    assert_eq!(r.last()["error"]["message"], "Server 'nope' not found");
+
+    // 1. /mcp/inner: a pass-through server, its own capabilities.
+    let mut p = McpClient::new(&format!("{}/inner", s.url));
+    let init = p.initialize().await;
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    let v = p
+        .call(
+            "tools/call",
+            json!({"name":"echo","arguments":{"message":"passed through"}}),
+        )
+        .await;
+    assert_eq!(v["content"][0]["text"], "passed through");
+    let read = p
+        .call("resources/read", json!({"uri":"demo://clock"}))
+        .await;
+    assert!(read["contents"][0]["uri"] == "demo://clock", "{read}");
+    assert_eq!(p.delete().await.status().as_u16(), 200);
+
+    assert_eq!(pids(&dir).len(), 1, "one shared child for all three");
+}
+
+#[tokio::test]
+async fn a_child_killed_mid_call_fails_that_call_clearly_and_restarts() {
+    let dir = TempDir::new("gw-kill");
+    let s = gateway(vec![inner(&dir, "inner", Share::Shared)]);
+    let mut c = s.client();
+    c.initialize().await;
+    // A call that runs for seconds, then the child dies under it.
+    let slow = c.clone();
+    let call = tokio::spawn(async move {
+        slow.post(&routed(
+            1,
+            "inner",
+            "tools/call",
+            json!({"name":"countdown","arguments":{"steps":50,"interval_ms":100}}),
+        ))
+        .await
+    });
+    let deadline = Instant::now() + WAIT;
+    while pids(&dir).is_empty() {
+        assert!(Instant::now() < deadline, "the child never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let first = pids(&dir)[0];
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status();
+    let r = tokio::time::timeout(WAIT, call)
+        .await
+        .expect("the call is answered, not left hanging")
+        .unwrap();
+    let e = r.last();
+    assert_eq!(error_code(&e), -32000, "{e}");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("'inner'") && msg.contains("lost"), "{msg}");
+
+    // The child is restarted (with backoff); the next calls work.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = c
+            .post(&routed(
+                2,
+                "inner",
+                "tools/call",
+                json!({"name":"echo","arguments":{"message":"again"}}),
+            ))
+            .await;
+        if r.last()["result"]["content"][0]["text"] == "again" {
+            break;
+        }
+        let msg = r.last()["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        assert!(
+            msg.contains("'inner'"),
+            "while restarting the error names the upstream: {msg}"
+        );
+        assert!(Instant::now() < deadline, "never restarted: {msg}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let all = pids(&dir);
+    assert_eq!(all.len(), 2, "restarted once: {all:?}");
+    assert_ne!(all[0], all[1]);
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_starts_answers_32000_naming_it() {
+    let s = gateway(vec![UpstreamConfig::stdio(
+        "ghost",
+        "/nonexistent/mcp-server",
+        &[],
+    )]);
+    let mut c = s.client();
+    c.initialize().await;
+    let r = c.post(&routed(3, "ghost", "tools/list", json!({}))).await;
+    let e = r.last();
+    assert_eq!(error_code(&e), -32000);
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Failed to connect to server 'ghost'"),
+        "{msg}"
+    );
+    // Its pass-through endpoint refuses initialize the same way.
+    let r = McpClient::new(&format!("{}/ghost", s.url))
+        .post(&init_body("2025-11-25"))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(error_code(&r.last()), -32000);
+    assert!(r.headers.get("mcp-session-id").is_none());
+    // mcpd itself is fine.
+    assert_eq!(c.call("ping", json!({})).await, json!({}));
+}
+
+/// Two sessions, one shared child, the same request id and progress token
+/// at the same time: each sees only its own progress and result.
+#[tokio::test]
+async fn sessions_sharing_a_child_never_see_each_others_messages() {
+    let dir = TempDir::new("gw-share");
+    let s = gateway(vec![inner(&dir, "inner", Share::Shared)]);
+    let (mut a, mut b) = (s.client(), s.client());
+    a.initialize().await;
+    b.initialize().await;
+    let run = |c: McpClient, steps: u64| async move {
+        c.post(
+            &json!({"jsonrpc":"2.0","id":1,"server_id":"inner","method":"tools/call",
+            "params":{"name":"countdown","arguments":{"steps":steps,"interval_ms":20},
+                      "_meta":{"progressToken":"same"}}}),
+        )
+        .await
+    };
+    let (ra, rb) = tokio::join!(run(a.clone(), 3), run(b.clone(), 5));
+    for (r, steps) in [(ra, 3), (rb, 5)] {
+        let progress: Vec<Value> = r
+            .messages()
+            .into_iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .collect();
+        assert_eq!(progress.len(), steps, "{:?}", r.messages());
+        assert!(progress
+            .iter()
+            .all(|p| p["params"]["total"] == json!(steps as f64)));
+        assert_eq!(r.last()["id"], 1);
+        assert_eq!(r.last()["result"]["content"][0]["text"], "done");
+    }
+    assert_eq!(pids(&dir).len(), 1, "one child served both");
+}
+
+/// `share = "session"`: each downstream session gets its own child, which
+/// ends with the session.
+#[tokio::test]
+async fn per_session_upstreams_start_and_end_with_their_session() {
+    let dir = TempDir::new("gw-per-session");
+    let mut up = inner(&dir, "inner", Share::Session);
+    up.aggregate = false;
+    let s = gateway(vec![up]);
+    let mut sessions = Vec::new();
+    for i in 0..2 {
+        let mut c = McpClient::new(&format!("{}/inner", s.url));
+        c.initialize().await;
+        let v = c
+            .call(
+                "tools/call",
+                json!({"name":"echo","arguments":{"message": format!("s{i}")}}),
+            )
+            .await;
+        assert_eq!(v["content"][0]["text"], format!("s{i}"));
+        sessions.push(c);
+    }
+    // The shared (catalogue) connection plus one per session.
+    let started = pids(&dir);
+    assert_eq!(started.len(), 3, "{started:?}");
+    let own = started[started.len() - 1];
+    assert_eq!(sessions[1].delete().await.status().as_u16(), 200);
+    let deadline = Instant::now() + WAIT;
+    while std::path::Path::new(&format!("/proc/{own}")).exists()
+        && std::fs::read_to_string(format!("/proc/{own}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the session's child {own} outlived it"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// With auth on, an upstream's `scopes` guard every way to it: its
+/// `/mcp/{id}` endpoint, `server_id` requests and its aggregated tools
+/// (hidden from `tools/list` without them).
+#[tokio::test]
+async fn upstream_scopes_guard_every_way_in() {
+    use crate::auth::{claims, Jwks, SigningKey, ISSUER, RESOURCE};
+    let dir = TempDir::new("gw-scopes");
+    let key = SigningKey::new("k1");
+    let jwks = Jwks::serve(&[&key]);
+    let mut up = inner(&dir, "inner", Share::Shared);
+    up.scopes = vec!["up:inner".into()];
+    let url = jwks.url();
+    let s = TestServer::start_configured(move |c| {
+        c.upstream = vec![up];
+        let a = &mut c.auth;
+        a.enabled = true;
+        a.resource = RESOURCE.into();
+        a.authorization_servers = vec![ISSUER.into()];
+        a.issuer = ISSUER.into();
+        a.jwks_url = url;
+    });
+    let bearer = |scope: &str| {
+        let mut h = reqwest::header::HeaderMap::new();
+        let token = key.sign(&claims("u", scope));
+        h.insert("authorization", format!("Bearer {token}").parse().unwrap());
+        reqwest::Client::builder()
+            .default_headers(h)
+            .build()
+            .unwrap()
+    };
+    let mut full = s.client();
+    full.http = bearer("mcp up:inner");
+    full.initialize().await;
+    wait_aggregated(&full, "inner__echo").await;
+
+    let mut low = s.client();
+    low.http = bearer("mcp");
+    low.initialize().await;
+    let tools = low.call("tools/list", json!({})).await;
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("inner__")), "{names:?}");
+    let r = low
+        .request(
+            "tools/call",
+            json!({"name":"inner__echo","arguments":{"message":"x"}}),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let r = low.post(&routed(4, "inner", "tools/list", json!({}))).await;
+    assert_eq!(r.status, 403);
+    assert!(r.headers["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .contains("up:inner"));
+    let mut direct = McpClient::new(&format!("{}/inner", s.url));
+    direct.http = bearer("mcp");
+    assert_eq!(direct.post(&init_body("2025-11-25")).await.status, 403);
+
+    // The full token reaches it every way.
+    let r = full
+        .post(&routed(5, "inner", "tools/list", json!({})))
+        .await;
+    assert!(r.last()["result"]["tools"].is_array(), "{}", r.body);
+    let v = full
+        .call(
+            "tools/call",
+            json!({"name":"inner__echo","arguments":{"message":"ok"}}),
+        )
+        .await;
+    assert_eq!(v["content"][0]["text"], "ok");
+    let mut direct = McpClient::new(&format!("{}/inner", s.url));
+    direct.http = bearer("up:inner");
+    direct.initialize().await;
+}
