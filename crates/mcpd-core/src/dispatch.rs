@@ -155,6 +155,8 @@ impl McpServer {
             let name = params.as_ref().and_then(|p| p.get("name")?.as_str());
             watch.audit = Some(Audit {
                 principal: ctx.caller().principal.clone(),
+                session: ctx.session_id().map(Box::from),
+                request: ctx.request_id().to_string().into(),
                 tool: name.unwrap_or("").into(),
             });
         }
@@ -290,11 +292,15 @@ impl McpServer {
             .tool(&params.name)
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)))?;
         let v = ctx.protocol_version();
-        let span = tracing::info_span!(
-            "mcp.tool",
-            otel.name = %format_args!("tool {}", params.name),
-            mcp.tool = %params.name
-        );
+        let span = if !mcpd_telemetry::trace::spans_wanted() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                "mcp.tool",
+                otel.name = %format_args!("tool {}", params.name),
+                mcp.tool = %params.name
+            )
+        };
         let called = tool
             .call(params.arguments.unwrap_or_default(), ctx)
             .instrument(span)
@@ -376,6 +382,9 @@ fn forward(
 /// request's), or of the client's trace when `params._meta` carries a W3C
 /// `traceparent`.
 fn request_span(method: &str, params: Option<&JsonObject>, ctx: &RequestContext) -> tracing::Span {
+    if !mcpd_telemetry::trace::spans_wanted() {
+        return tracing::Span::none();
+    }
     let span = tracing::info_span!(
         "mcp.request",
         otel.name = %method,
@@ -399,6 +408,8 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
 /// What the audit line of a tool call names (never its arguments).
 struct Audit {
     principal: Option<Arc<str>>,
+    session: Option<Box<str>>,
+    request: Box<str>,
     tool: Box<str>,
 }
 
@@ -408,6 +419,8 @@ impl Outcome {
             tracing::info!(
                 target: "mcpd::audit",
                 principal = a.principal.as_deref().unwrap_or("anonymous"),
+                session = a.session.as_deref().unwrap_or(""),
+                jsonrpc.id = %a.request,
                 tool = %a.tool,
                 outcome,
                 duration_ms = self.start.elapsed().as_millis() as u64,

@@ -156,6 +156,14 @@ fn traces_url(base: &str) -> String {
     }
 }
 
+/// Whether request spans are worth creating: when they are exported, or
+/// when the log level shows debug lines (which then carry the session and
+/// request ids). At the default `info` without export they cost a third of
+/// a small request's CPU, so they are skipped.
+pub fn spans_wanted() -> bool {
+    exporting() || tracing::enabled!(target: "mcpd", tracing::Level::DEBUG)
+}
+
 /// Whether spans are being exported (trace context is worth parsing).
 pub fn exporting() -> bool {
     EXPORTING.load(Ordering::Acquire)

@@ -229,6 +229,9 @@ pub fn serve_with(
 /// The span of one HTTP request, continuing the client's trace when it sent
 /// a W3C `traceparent` header.
 fn http_span(req: &actix_web::dev::ServiceRequest, method: &'static str) -> tracing::Span {
+    if !mcpd_telemetry::trace::spans_wanted() {
+        return tracing::Span::none();
+    }
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let span = tracing::info_span!(
         "http.request",
