@@ -362,6 +362,11 @@ fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>) -> std::
 /// server: `mcpd::run(&config, |registry| registry.add_tool(...))`.
 pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
     let _telemetry = init_telemetry(config);
+    // Each SSE stream is a socket: allow as many as the hard limit does.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::debug!(limit = n, "open-file limit raised"),
+        Err(e) => tracing::warn!("could not raise the open-file limit: {e}"),
+    }
     if config.server.transport == Transport::Stdio {
         return run_stdio(config, extend);
     }
