@@ -21,7 +21,7 @@ PIDS+=($!)
 for _ in $(seq 50); do [ -S "$TMP/redis.sock" ] && break; sleep 0.1; done
 
 start() {  # start NAME -> sets URL and PID
-  MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn taskset -c 0 target/release/mcpd --listen 127.0.0.1:0 \
+  MCPD_SERVER_WORKERS=1 taskset -c 0 target/release/mcpd --listen 127.0.0.1:0 \
     --store redis --redis-url "redis+unix://$TMP/redis.sock" >"$TMP/$1.out" 2>"$TMP/$1.err" &
   PID=$!; PIDS+=($PID); URL=""
   for _ in $(seq 100); do URL=$(sed -n 's/^mcpd listening on //p' "$TMP/$1.out"); [ -n "$URL" ] && return 0; sleep 0.1; done
@@ -30,7 +30,7 @@ start() {  # start NAME -> sets URL and PID
 load() {  # load LABEL (--url U --pid P)...
   local label=$1; shift
   taskset -c 1 target/release/mcpd-loadtest --label "$label" --sessions "$SESSIONS" --concurrency "$WORKERS" \
-    --duration "$DURATION" --tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress "$@" | tail -1
+    --duration "$DURATION" --tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress "$@" | tail -1 || true
 }
 start one; ONE=$(load "1 replica" --url "$URL" --pid "$PID"); kill "$PID"
 args=()
@@ -39,7 +39,7 @@ THREE=$(load "3 replicas, round robin" "${args[@]}")
 echo "| setup | calls/s | p50 ms | p99 ms | p99.9 ms | calls per mcpd CPU-second | errors |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for j in "$ONE" "$THREE"; do
-  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("| %s | %.0f | %.2f | %.2f | %.2f | %s | %d |" % (r["label"], r["calls_per_s"], r["p50_ms"], r["p99_ms"], r["p999_ms"], "%.0f" % r["calls_per_cpu_s"] if r["calls_per_cpu_s"] else "n/a", r["errors"]))' "$j"
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("| %s | %.0f | %.2f | %.2f | %.2f | %s | %d |" % (r["label"], r["per_s"], r["p50_ms"], r["p99_ms"], r["p999_ms"], "%.0f" % r["per_cpu_s"] if r["per_cpu_s"] else "n/a", r["errors"]))' "$j"
 done
 echo
 echo "$ONE"

@@ -20,13 +20,13 @@ for _ in $(seq 50); do [ -S "$TMP/redis.sock" ] && break; sleep 0.1; done
 
 run() {  # run LABEL MCPD-ARGS...
   local label=$1; shift
-  MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn taskset -c 0 target/release/mcpd --listen 127.0.0.1:0 "$@" >"$TMP/$label.out" 2>"$TMP/$label.err" &
+  MCPD_SERVER_WORKERS=1 taskset -c 0 target/release/mcpd --listen 127.0.0.1:0 "$@" >"$TMP/$label.out" 2>"$TMP/$label.err" &
   local pid=$!; PIDS+=($pid)
   local url=""
   for _ in $(seq 100); do url=$(sed -n 's/^mcpd listening on //p' "$TMP/$label.out"); [ -n "$url" ] && break; sleep 0.1; done
   [ -n "$url" ] || { echo "mcpd ($label) did not start: $(cat "$TMP/$label.err")" >&2; exit 1; }
   taskset -c 1 target/release/mcpd-loadtest --url "$url" --label "$label" --sessions "$SESSIONS" --concurrency "$WORKERS" \
-    --duration "$DURATION" --tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress --pid "$pid" | tail -1
+    --duration "$DURATION" --tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress --pid "$pid" | tail -1 || true
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 MEM=$(run memory --store memory)
@@ -34,7 +34,7 @@ RED=$(run redis --store redis --redis-url "redis+unix://$TMP/redis.sock")
 echo "| store | calls/s | p50 ms | p99 ms | p99.9 ms | calls per mcpd CPU-second | errors |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for j in "$MEM" "$RED"; do
-  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("| %s | %.0f | %.2f | %.2f | %.2f | %s | %d |" % (r["label"], r["calls_per_s"], r["p50_ms"], r["p99_ms"], r["p999_ms"], "%.0f" % r["calls_per_cpu_s"] if r["calls_per_cpu_s"] else "n/a", r["errors"]))' "$j"
+  python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("| %s | %.0f | %.2f | %.2f | %.2f | %s | %d |" % (r["label"], r["per_s"], r["p50_ms"], r["p99_ms"], r["p999_ms"], "%.0f" % r["per_cpu_s"] if r["per_cpu_s"] else "n/a", r["errors"]))' "$j"
 done
 echo
 echo "$MEM"
