@@ -170,6 +170,10 @@ impl RoundRobinProxy {
                         .default_service(web::to(forward))
                 })
                 .workers(4)
+                // Clients keep pooled connections for 90 s: a proxy closing
+                // idle ones after actix's default 5 s races their reuse
+                // ("error sending request"), which is no replica's fault.
+                .keep_alive(Duration::from_secs(300))
                 .disable_signals()
                 .shutdown_timeout(1)
                 .listen(listener)
