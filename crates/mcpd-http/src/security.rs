@@ -83,28 +83,33 @@ impl Security {
         };
         if let (Some(auth), Some(p)) = (&self.auth, &principal) {
             // Scopes needed for anything at all on this endpoint (GET streams
-            // and DELETE included, not only JSON-RPC requests).
-            let mut needed = auth.config().required_scopes.clone();
-            needed.extend(
-                self.endpoint_scopes
-                    .iter()
-                    .filter(|s| !auth.config().required_scopes.contains(s))
-                    .cloned(),
-            );
-            let missing = p.missing(&needed);
-            if !missing.is_empty() {
-                metrics
-                    .auth_rejections
-                    .with_label_values(&["insufficient_scope"])
-                    .inc();
-                return Err(HttpError::Unauthorized {
-                    status: StatusCode::FORBIDDEN,
-                    challenge: auth.insufficient_scope(&needed, &missing),
-                    message: format!(
-                        "Forbidden: this endpoint needs the scope {}",
-                        missing.join(" ")
-                    ),
-                });
+            // and DELETE included, not only JSON-RPC requests). The list is
+            // built only for the refusal: admitted requests allocate nothing.
+            let required = &auth.config().required_scopes;
+            let lacking = |s: &String| !p.scopes.contains(s);
+            if required.iter().chain(&self.endpoint_scopes).any(lacking) {
+                let mut needed = required.clone();
+                needed.extend(
+                    self.endpoint_scopes
+                        .iter()
+                        .filter(|s| !required.contains(s))
+                        .cloned(),
+                );
+                let missing = p.missing(&needed);
+                if !missing.is_empty() {
+                    metrics
+                        .auth_rejections
+                        .with_label_values(&["insufficient_scope"])
+                        .inc();
+                    return Err(HttpError::Unauthorized {
+                        status: StatusCode::FORBIDDEN,
+                        challenge: auth.insufficient_scope(&needed, &missing),
+                        message: format!(
+                            "Forbidden: this endpoint needs the scope {}",
+                            missing.join(" ")
+                        ),
+                    });
+                }
             }
         }
         let key = match &principal {

@@ -118,7 +118,7 @@ fn server(jwks: &Jwks, edit: impl FnOnce(&mut mcpd_testkit::Config)) -> TestServ
     })
 }
 
-fn with_token(c: &McpClient, token: &str) -> McpClient {
+pub fn with_token(c: &McpClient, token: &str) -> McpClient {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         "authorization",

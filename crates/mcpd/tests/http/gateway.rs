@@ -351,15 +351,8 @@ async fn upstream_scopes_guard_every_way_in() {
         a.issuer = ISSUER.into();
         a.jwks_url = url;
     });
-    let bearer = |scope: &str| {
-        let mut h = reqwest::header::HeaderMap::new();
-        let token = key.sign(&claims("u", scope));
-        h.insert("authorization", format!("Bearer {token}").parse().unwrap());
-        reqwest::Client::builder()
-            .default_headers(h)
-            .build()
-            .unwrap()
-    };
+    let bearer =
+        |scope: &str| crate::auth::with_token(&s.client(), &key.sign(&claims("u", scope))).http;
     let mut full = s.client();
     full.http = bearer("mcp up:inner");
     full.initialize().await;
