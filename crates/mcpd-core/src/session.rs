@@ -56,7 +56,11 @@ pub enum SessionError {
 pub enum PostReply {
     /// Only notifications/responses: answer 202.
     Accepted,
-    /// Requests: the response stream.
+    /// Requests answered without streaming anything: the whole answer as
+    /// one JSON body.
+    Json(bytes::Bytes),
+    /// Requests that streamed: the SSE response stream (it ends when they
+    /// are all answered).
     Stream(StreamReceiver),
 }
 
@@ -418,8 +422,8 @@ impl SessionActor {
             _ => None,
         };
         if let Some(outcome) = immediate {
-            let msg = jsonrpc::outcome_response(&r.id, &outcome);
-            self.streams.request_ended(stream, Some(msg));
+            let msg = jsonrpc::outcome_bytes(&r.id, &outcome);
+            self.streams.request_ended(stream, Some(msg.into()));
             return;
         }
 
@@ -488,7 +492,7 @@ impl SessionActor {
                     format!("the session store is unavailable ({e}); the change was not saved, retry shortly"),
                 )),
             };
-            act.streams.request_ended(&stream, Some(jsonrpc::outcome_response(&id, &outcome)));
+            act.streams.request_ended(&stream, Some(jsonrpc::outcome_bytes(&id, &outcome).into()));
             act.streams.flush(ctx);
         }));
     }
@@ -625,9 +629,7 @@ impl Handler<Post> for SessionActor {
             }
             None => {
                 let ids = requests.iter().map(|r| r.id.clone()).collect();
-                let (stream, rx) = self.streams.open_post(ids, msg.batch);
-                let _ = msg.reply.send(PostReply::Stream(rx));
-                stream
+                self.streams.open_post(ids, msg.batch, msg.reply)
             }
         };
         for r in requests {
@@ -683,8 +685,9 @@ impl Handler<RequestDone> for SessionActor {
             return;
         };
         self.disown(&id);
-        let response = jsonrpc::outcome_response(&id, &msg.outcome);
-        self.streams.request_ended(&req.stream, Some(response));
+        let response = jsonrpc::outcome_bytes(&id, &msg.outcome);
+        self.streams
+            .request_ended(&req.stream, Some(response.into()));
         self.streams.flush(ctx);
     }
 }

@@ -274,7 +274,7 @@ impl Stateless {
         let writer = tx.clone();
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
             let outcome = this.decorate(&method, outcome);
-            let bytes = to_bytes(&jsonrpc::outcome_response(&id, &outcome));
+            let bytes = Bytes::from(jsonrpc::outcome_bytes(&id, &outcome));
             let item = if emitted.load(Ordering::Acquire) {
                 StreamItem::Event {
                     id: String::new(),

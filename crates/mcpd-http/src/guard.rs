@@ -28,8 +28,11 @@ impl Default for OriginPolicy {
     }
 }
 
+/// Whether `host` (any case) names this machine.
 fn is_local(host: &str) -> bool {
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+    ["localhost", "127.0.0.1", "[::1]", "::1"]
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case(host))
 }
 
 /// Host part of `host[:port]` (IPv6 literals keep their brackets).
@@ -58,11 +61,11 @@ impl OriginPolicy {
         }
         // HTTP/1.1 sends Host; HTTP/2 sends :authority (the URI's).
         let host = match req.headers().get(header::HOST) {
-            Some(h) => Some(h.to_str().unwrap_or("").trim().to_owned()),
-            None => req.uri().authority().map(|a| a.as_str().to_owned()),
+            Some(h) => Some(h.to_str().unwrap_or("").trim()),
+            None => req.uri().authority().map(|a| a.as_str()),
         };
         if let Some(host) = host {
-            if !self.host_allowed(&host) {
+            if !self.host_allowed(host) {
                 return Err(HttpError::Forbidden(format!(
                     "Host {host:?} is not allowed (DNS rebinding protection); add it to the allowed hosts in the server config"
                 )));
@@ -81,18 +84,17 @@ impl OriginPolicy {
         }
         if self.allow_localhost_origins {
             if let Some((scheme, authority)) = origin.split_once("://") {
-                return matches!(scheme, "http" | "https")
-                    && is_local(&host_name(authority).to_ascii_lowercase());
+                return matches!(scheme, "http" | "https") && is_local(host_name(authority));
             }
         }
         false
     }
 
     fn host_allowed(&self, host: &str) -> bool {
-        let name = host_name(host).to_ascii_lowercase();
+        let name = host_name(host);
         self.allowed_hosts
             .iter()
-            .any(|h| h == "*" || h.eq_ignore_ascii_case(&name))
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(name))
     }
 }
 

@@ -35,8 +35,13 @@ pub mod transport;
 pub use guard::OriginPolicy;
 pub use security::Security;
 
-pub const SESSION_HEADER: &str = "Mcp-Session-Id";
-pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// `Mcp-Session-Id` (header names are matched case-insensitively; a
+/// parsed name spares every look-up from parsing it again).
+pub static SESSION_HEADER: header::HeaderName = header::HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+pub static PROTOCOL_VERSION_HEADER: header::HeaderName =
+    header::HeaderName::from_static("mcp-protocol-version");
+static LAST_EVENT_ID: header::HeaderName = header::HeaderName::from_static("last-event-id");
 
 /// Transport settings, read once at start-up.
 #[derive(Debug, Clone)]

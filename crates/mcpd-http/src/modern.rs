@@ -166,7 +166,7 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
                 )),
             )
         })?;
-    match raw_header(h, PROTOCOL_VERSION_HEADER) {
+    match raw_header(h, PROTOCOL_VERSION_HEADER.as_str()) {
         Some(Ok(v)) if v == claimed => {}
         Some(Ok(v)) => {
             return Err(mismatch(

@@ -71,7 +71,7 @@ pub fn sse_response(
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"));
     if let Some(session) = session {
-        res.insert_header((crate::SESSION_HEADER, session));
+        res.insert_header((crate::SESSION_HEADER.clone(), session));
     }
     res.streaming(body)
 }

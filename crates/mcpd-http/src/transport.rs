@@ -3,46 +3,62 @@
 //! the SDKs' order. It holds no session state: it turns HTTP into messages
 //! for a [`mcpd_core::SessionHandle`] and the session's stream back into HTTP.
 
-use actix_web::http::header::{self, HeaderMap};
+use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use mcpd_core::{
-    Caller, InitializeError, ModernMeta, PostReply, SessionError, SessionHandle, StreamItem,
-};
+use mcpd_core::{Caller, InitializeError, ModernMeta, PostReply, SessionError, SessionHandle};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
 
 use crate::error::HttpError;
 use crate::modern;
 use crate::sse::sse_response;
-use crate::{AppState, HttpConfig, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use crate::{AppState, HttpConfig, LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
-fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn header_str<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// The `Mcp-Session-Id` header of a response.
+fn session_header(id: &str) -> (HeaderName, HeaderValue) {
+    let value = HeaderValue::from_str(id).unwrap_or_else(|_| HeaderValue::from_static(""));
+    (SESSION_HEADER.clone(), value)
 }
 
 /// Whether `Accept` lists `want` (or a wildcard covering it).
 pub(crate) fn accepts(h: &HeaderMap, want: &str) -> bool {
-    let (ty, _) = want.split_once('/').unwrap_or((want, ""));
-    h.get_all(header::ACCEPT)
+    accepted(h, [want])[0]
+}
+
+/// Which of `wanted` media types `Accept` lists (or a wildcard covers), in
+/// one pass without allocating; media types compare case-insensitively,
+/// parameters are ignored.
+pub(crate) fn accepted<const N: usize>(h: &HeaderMap, wanted: [&str; N]) -> [bool; N] {
+    let mut found = [false; N];
+    let items = h
+        .get_all(header::ACCEPT)
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|item| {
-            let media = item
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            media == want || media == "*/*" || media == format!("{ty}/*")
-        })
+        .flat_map(|v| v.split(','));
+    for item in items {
+        let media = item.split(';').next().unwrap_or("").trim();
+        let (ty, sub) = media.split_once('/').unwrap_or((media, ""));
+        for (want, hit) in wanted.iter().zip(found.iter_mut()) {
+            let (want_ty, _) = want.split_once('/').unwrap_or((want, ""));
+            *hit |= media.eq_ignore_ascii_case(want)
+                || (sub == "*" && (ty == "*" || ty.eq_ignore_ascii_case(want_ty)));
+        }
+        if found.iter().all(|f| *f) {
+            break;
+        }
+    }
+    found
 }
 
 /// The `MCP-Protocol-Version` check: absent is fine (the session's revision
 /// applies); present must name a supported revision.
 fn check_version_header(h: &HeaderMap) -> Result<(), HttpError> {
-    match header_str(h, PROTOCOL_VERSION_HEADER) {
+    match header_str(h, &PROTOCOL_VERSION_HEADER) {
         None => Ok(()),
         Some(v) if ProtocolVersion::parse_supported(v).is_some() => Ok(()),
         Some(v) => Err(HttpError::BadVersion(
@@ -66,7 +82,7 @@ async fn session_of(
     h: &HeaderMap,
     caller: &Caller,
 ) -> Result<SessionHandle, HttpError> {
-    let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
+    let id = header_str(h, &SESSION_HEADER).ok_or(HttpError::MissingSession)?;
     let session = state
         .manager
         .find(id)
@@ -94,7 +110,7 @@ pub(crate) async fn read_body(
     limit: usize,
 ) -> Result<BytesMut, HttpError> {
     let declared =
-        header_str(req.headers(), "content-length").and_then(|v| v.parse::<usize>().ok());
+        header_str(req.headers(), &header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
         return Err(HttpError::TooLarge(limit));
     }
@@ -148,12 +164,12 @@ pub async fn post(
     let h = req.headers();
     state.config.origins.check(&req)?;
     let access = state.security.admit(&req, state.metrics()).await?;
-    if !accepts(h, "application/json") || !accepts(h, "text/event-stream") {
+    if accepted(h, ["application/json", "text/event-stream"]) != [true, true] {
         return Err(HttpError::NotAcceptable(
             "Accept must list both application/json and text/event-stream",
         ));
     }
-    let content_type = header_str(h, "content-type").unwrap_or("");
+    let content_type = header_str(h, &header::CONTENT_TYPE).unwrap_or("");
     if !content_type
         .split(';')
         .next()
@@ -181,7 +197,7 @@ pub async fn post(
     if claims_modern {
         return modern::post(body, h, &state, access.caller).await;
     }
-    if let Some(v) = header_str(h, PROTOCOL_VERSION_HEADER)
+    if let Some(v) = header_str(h, &PROTOCOL_VERSION_HEADER)
         .filter(|v| ProtocolVersion::parse_modern(v).is_some())
     {
         let id = match body.messages() {
@@ -208,7 +224,7 @@ pub async fn post(
         return initialize(body, h, &state, &access.caller).await;
     }
 
-    if header_str(h, SESSION_HEADER).is_none() {
+    if header_str(h, &SESSION_HEADER).is_none() {
         // Without a session, an unsupported version (e.g. a 2026-07-28 probe)
         // is the more useful answer; either way it is a 400 without a modern
         // error code, so dual-era clients fall back to initialize.
@@ -228,23 +244,26 @@ pub async fn post(
         .await?
     {
         PostReply::Accepted => Ok(HttpResponse::Accepted()
-            .insert_header((SESSION_HEADER, session.id()))
+            .insert_header(session_header(session.id()))
             .finish()),
+        PostReply::Json(json) => Ok(HttpResponse::Ok()
+            .insert_header((
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ))
+            .insert_header(session_header(session.id()))
+            .body(json)),
         PostReply::Stream(mut rx) => {
+            // Headers wait for the first event: a stream whose requests were
+            // all cancelled ends empty.
             let first = rx.recv().await;
-            match first {
-                Some(StreamItem::Json(json)) => Ok(HttpResponse::Ok()
-                    .insert_header((header::CONTENT_TYPE, "application/json"))
-                    .insert_header((SESSION_HEADER, session.id()))
-                    .body(json)),
-                other => Ok(sse_response(
-                    other,
-                    rx,
-                    state.config.keep_alive,
-                    Some(session.id()),
-                    state.sse_opened(),
-                )),
-            }
+            Ok(sse_response(
+                first,
+                rx,
+                state.config.keep_alive,
+                Some(session.id()),
+                state.sse_opened(),
+            ))
         }
     }
 }
@@ -255,7 +274,7 @@ async fn initialize(
     state: &AppState,
     caller: &Caller,
 ) -> Result<HttpResponse, HttpError> {
-    if header_str(h, SESSION_HEADER).is_some() {
+    if header_str(h, &SESSION_HEADER).is_some() {
         // A known session is already initialised; an unknown one is gone.
         session_of(state, h, caller).await?;
         return Err(HttpError::BadRequest(
@@ -267,7 +286,7 @@ async fn initialize(
     };
     match state.manager.initialize(r.params.as_ref(), caller).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
-            .insert_header((SESSION_HEADER, session.id()))
+            .insert_header(session_header(session.id()))
             .json(jsonrpc::response(&r.id, result))),
         Err(InitializeError::InvalidParams(e) | InitializeError::Upstream(e)) => {
             Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
@@ -292,7 +311,7 @@ pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
     }
     let session = session_of(&state, h, &access.caller).await?;
     check_version_header(h)?;
-    let last = header_str(h, "last-event-id")
+    let last = header_str(h, &LAST_EVENT_ID)
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     let rx = session.open_stream(last).await?;
@@ -313,7 +332,7 @@ pub async fn delete(
     let h = req.headers();
     state.config.origins.check(&req)?;
     let access = state.security.admit(&req, state.metrics()).await?;
-    let id = header_str(h, SESSION_HEADER).ok_or(HttpError::MissingSession)?;
+    let id = header_str(h, &SESSION_HEADER).ok_or(HttpError::MissingSession)?;
     check_version_header(h)?;
     if access.caller.principal.is_some() {
         session_of(&state, h, &access.caller).await?;
@@ -335,4 +354,40 @@ pub async fn other_method() -> HttpResponse {
     HttpResponse::MethodNotAllowed()
         .insert_header((header::ALLOW, "GET, POST, DELETE, OPTIONS"))
         .finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn accept_lists_media_types_wildcards_and_parameters() {
+        const BOTH: [&str; 2] = ["application/json", "text/event-stream"];
+        let cases: &[(&[&str], [bool; 2])] = &[
+            (&["application/json, text/event-stream"], [true, true]),
+            (
+                &["Application/JSON;q=0.9", "TEXT/Event-Stream"],
+                [true, true],
+            ),
+            (&["*/*"], [true, true]),
+            (&["application/*; q=1, text/*"], [true, true]),
+            (&["application/json"], [true, false]),
+            (&["text/event-stream"], [false, true]),
+            (&["text/html, application/xml"], [false, false]),
+            (&["*/json, text/event-streamx"], [false, false]),
+            (&[], [false, false]),
+        ];
+        for (values, want) in cases {
+            assert_eq!(accepted(&accept(values), BOTH), *want, "{values:?}");
+        }
+        assert!(accepts(&accept(&["text/*"]), "text/event-stream"));
+    }
 }

@@ -105,6 +105,12 @@ impl Body {
     /// Parses bytes into a body. Invalid JSON is a parse error; valid JSON
     /// that is not JSON-RPC (including an empty batch) is an invalid request.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
+        // The common case, one well-formed message, is read field by field
+        // without building a map for the envelope; anything else (a batch,
+        // an error to word) takes the general path below, which decides.
+        if let Some(m) = Envelope::read(bytes) {
+            return Ok(Body::Single(m));
+        }
         let value: Value =
             serde_json::from_slice(bytes).map_err(|e| ParseError::Json(e.to_string()))?;
         match value {
@@ -142,6 +148,68 @@ impl Body {
         self.messages()
             .iter()
             .any(|m| matches!(m, Message::Request(_)))
+    }
+}
+
+/// One JSON-RPC message read straight from bytes. Every member is kept as
+/// read (`Some(Value::Null)` for an explicit null), so [`Envelope::read`]
+/// accepts exactly what [`Message::from_value`] accepts and builds the
+/// same message; it gives up (`None`) on anything unusual, duplicate members
+/// included, and leaves the wording of errors to the general path.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: std::borrow::Cow<'a, str>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    server_id: Option<Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Envelope<'_> {
+    fn read(bytes: &[u8]) -> Option<Message> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+        if *first != b'{' {
+            return None;
+        }
+        let e: Envelope = serde_json::from_slice(bytes).ok()?;
+        if e.jsonrpc != "2.0" || e.result.is_some() || e.error.is_some() {
+            return None;
+        }
+        let Some(Value::String(method)) = e.method else {
+            return None;
+        };
+        let params = match e.params {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(p)) => Some(p),
+            Some(_) => return None,
+        };
+        let server_id = match e.server_id {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return None,
+        };
+        Some(match e.id {
+            None => Message::Notification(Notification { method, params }),
+            Some(v) => Message::Request(Request {
+                id: RequestId::from_value(&v)?,
+                method,
+                params,
+                server_id,
+            }),
+        })
     }
 }
 
@@ -258,6 +326,35 @@ pub fn outcome_response(id: &RequestId, outcome: &Result<Value, ErrorObject>) ->
     }
 }
 
+/// A response written straight to bytes: no intermediate `Value`, no copy
+/// of the result.
+#[derive(Serialize)]
+struct ResponseRef<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+/// The bytes of the response carrying `outcome` (what
+/// [`outcome_response`] builds, serialised).
+pub fn outcome_bytes(id: &RequestId, outcome: &Result<Value, ErrorObject>) -> Vec<u8> {
+    let (result, error) = match outcome {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e)),
+    };
+    let r = ResponseRef {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    };
+    // Serialising a `Value` or an `ErrorObject` into memory cannot fail.
+    serde_json::to_vec(&r).unwrap_or_default()
+}
+
 /// Serialises a request (server → client).
 pub fn request(id: &RequestId, method: &str, params: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params})
@@ -320,6 +417,68 @@ mod tests {
                 "accepted {bad}"
             );
         }
+    }
+
+    #[test]
+    fn outcome_bytes_is_outcome_response_serialised() {
+        let outcomes = [
+            Ok(json!({"content":[{"type":"text","text":"hi \"there\""}],"n":1.5})),
+            Ok(Value::Null),
+            Err(ErrorObject::new(ErrorCode(-32602), "bad").with_data(json!({"x":[1]}))),
+        ];
+        for id in [RequestId::Int(-7), RequestId::Str("a\"b".into())] {
+            for o in &outcomes {
+                let bytes = outcome_bytes(&id, o);
+                let back: Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(back, outcome_response(&id, o));
+            }
+        }
+    }
+
+    #[test]
+    fn the_quick_path_reads_what_the_general_path_reads() {
+        let cases: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":"x"}}}"#,
+            br#" {"method":"ping","id":"a\"b","jsonrpc":"2.0","extra":[1,{"x":null}]}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            br#"{"jsonrpc":"2.0","method":"n","params":null}"#,
+            br#"{"jsonrpc":"2.0","id":2,"method":"m","server_id":"up"}"#,
+            br#"{"jsonrpc":"2.0","id":2,"method":"m","method":"n"}"#,
+            br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","server_id":3}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            br#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            br#"{"jsonrpc":2,"id":1,"method":"m"}"#,
+            br#"{"id":1,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m""#,
+        ];
+        for bytes in cases {
+            let general = match serde_json::from_slice::<Value>(bytes) {
+                Ok(v) => Message::from_value(v),
+                Err(e) => Err(ParseError::Json(e.to_string())),
+            };
+            let quick = Envelope::read(bytes);
+            if let Some(m) = &quick {
+                assert_eq!(
+                    Ok(m),
+                    general.as_ref(),
+                    "{}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+            assert_eq!(
+                Body::parse(bytes).map(|b| b.into_messages().remove(0)),
+                general,
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        // The common request shapes take the quick path.
+        assert!(Envelope::read(cases[0]).is_some() && Envelope::read(cases[1]).is_some());
     }
 
     #[test]

@@ -32,7 +32,7 @@ use mcpd_store::{BusTarget, ControlBus, EventLog, StoreError, StoredEvent};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::SessionActor;
+use super::{PostReply, SessionActor};
 use crate::control::Control;
 use crate::dispatch::Limits;
 use crate::stream::{
@@ -80,14 +80,44 @@ impl Foreign {
     }
 }
 
+/// The reply of a POST whose answer may still be a plain JSON body: it
+/// carries that body, or the stream's receiver once the stream turns SSE.
+/// No channel exists until then, so a request answered in JSON costs one
+/// oneshot. Dropped unanswered (the session ended), it ends the response as
+/// an empty stream, as a closed stream would.
+struct PendingReply(Option<oneshot::Sender<PostReply>>);
+
+impl PendingReply {
+    fn send(mut self, reply: PostReply) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(reply);
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.as_ref().is_none_or(oneshot::Sender::is_closed)
+    }
+}
+
+impl Drop for PendingReply {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let (_, rx) = mpsc::channel(1);
+            let _ = tx.send(PostReply::Stream(rx));
+        }
+    }
+}
+
 struct StreamState {
     writer: Option<StreamSender>,
+    /// A POST stream not yet answered nor upgraded: where its answer goes.
+    reply: Option<PendingReply>,
     /// The client requests this stream answers.
     request_ids: Vec<RequestId>,
     /// Upgraded to SSE (anything sent before the final response).
     sse: bool,
     /// Final responses held while the stream may still answer in JSON.
-    pending: Vec<Value>,
+    pending: Vec<Bytes>,
     /// Requests on this stream still to be answered.
     open: usize,
     batch: bool,
@@ -104,6 +134,7 @@ impl StreamState {
     fn live(writer: Option<StreamSender>) -> Self {
         Self {
             writer,
+            reply: None,
             request_ids: Vec::new(),
             sse: true,
             pending: Vec::new(),
@@ -184,24 +215,26 @@ impl Streams {
     }
 
     fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
-        mpsc::channel(self.limits.stream_buffer.max(1) + extra)
+        Self::channel_for(self.limits.stream_buffer + extra)
     }
 
-    /// A new stream for a POST carrying the requests `request_ids`.
+    /// A new stream for a POST carrying the requests `request_ids`; its
+    /// answer goes to `reply` (see [`PendingReply`]).
     pub fn open_post(
         &mut self,
         request_ids: Vec<RequestId>,
         batch: bool,
-    ) -> (Arc<str>, StreamReceiver) {
-        let id: Arc<str> = Arc::from(new_stream_id());
-        let (tx, rx) = self.channel(0);
-        let mut st = StreamState::live(Some(tx));
+        reply: oneshot::Sender<PostReply>,
+    ) -> Arc<str> {
+        let id = new_stream_id();
+        let mut st = StreamState::live(None);
+        st.reply = Some(PendingReply(Some(reply)));
         st.sse = false;
         st.open = request_ids.len();
         st.request_ids = request_ids;
         st.batch = batch;
         self.map.insert(id.clone(), st);
-        (id, rx)
+        id
     }
 
     /// The connection stream of a one-channel transport: it carries every
@@ -344,6 +377,10 @@ impl Streams {
         });
     }
 
+    fn channel_for(buffer: usize) -> (StreamSender, StreamReceiver) {
+        mpsc::channel(buffer.max(1))
+    }
+
     /// Switches a stream to SSE: the bookkeeping record, a priming event
     /// (2025-11-25) and any held responses go first. False when the stream
     /// no longer exists.
@@ -356,6 +393,11 @@ impl Streams {
             return true;
         }
         st.sse = true;
+        if let Some(reply) = st.reply.take() {
+            let (tx, rx) = Self::channel_for(self.limits.stream_buffer);
+            st.writer = Some(tx);
+            reply.send(PostReply::Stream(rx));
+        }
         let meta = OpenMeta {
             kind: "open".into(),
             owner: me,
@@ -372,28 +414,29 @@ impl Streams {
                 retry_ms: Some(self.limits.sse_retry_ms),
             });
         }
-        for r in st.pending.drain(..) {
+        for data in st.pending.drain(..) {
             self.outbox.push(Out::Event {
                 stream: stream.clone(),
-                data: to_bytes(&r),
+                data,
                 retry_ms: None,
             });
         }
         true
     }
 
-    /// One request of `stream` is over: answered with `response`, or
-    /// cancelled (`None`). The last one ends the stream.
-    pub fn request_ended(&mut self, stream: &Arc<str>, response: Option<Value>) {
+    /// One request of `stream` is over: answered with `response` (a
+    /// serialised JSON-RPC response), or cancelled (`None`). The last one
+    /// ends the stream.
+    pub fn request_ended(&mut self, stream: &Arc<str>, response: Option<Bytes>) {
         let Some(st) = self.map.get_mut(stream) else {
             return;
         };
         st.open = st.open.saturating_sub(1);
         if st.sse {
-            if let Some(r) = response {
+            if let Some(data) = response {
                 self.outbox.push(Out::Event {
                     stream: stream.clone(),
-                    data: to_bytes(&r),
+                    data,
                     retry_ms: None,
                 });
             }
@@ -412,13 +455,14 @@ impl Streams {
         let Some(st) = self.map.remove(stream) else {
             return;
         };
+        let mut st = st;
         let body = match (st.batch, st.pending.len()) {
             (_, 0) => None, // every request was cancelled: an empty stream ends it
-            (false, _) => st.pending.into_iter().next(),
-            (true, _) => Some(Value::Array(st.pending)),
+            (false, _) => st.pending.pop(),
+            (true, _) => Some(json_array(&st.pending)),
         };
-        if let (Some(body), Some(w)) = (body, st.writer) {
-            let _ = w.try_send(StreamItem::Json(to_bytes(&body)));
+        if let (Some(body), Some(reply)) = (body, st.reply.take()) {
+            reply.send(PostReply::Json(body));
         }
     }
 
@@ -447,7 +491,9 @@ impl Streams {
             .map
             .iter()
             .filter(|(k, st)| {
-                st.writer.is_some() && !st.persistent && (!get_only || &***k == GET_STREAM)
+                (st.writer.is_some() || st.reply.is_some())
+                    && !st.persistent
+                    && (!get_only || &***k == GET_STREAM)
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -459,9 +505,10 @@ impl Streams {
     }
 
     pub fn any_connected(&self) -> bool {
-        self.map
-            .values()
-            .any(|s| s.writer.as_ref().is_some_and(|w| !w.is_closed()))
+        self.map.values().any(|s| {
+            s.writer.as_ref().is_some_and(|w| !w.is_closed())
+                || s.reply.as_ref().is_some_and(|r| !r.is_closed())
+        })
     }
 
     pub fn close_all(&mut self) {
@@ -927,6 +974,21 @@ fn response_id(data: &[u8]) -> Option<RequestId> {
     } else {
         None
     }
+}
+
+/// Serialised messages joined into one JSON array (a batch's answer).
+fn json_array(items: &[Bytes]) -> Bytes {
+    let len = items.iter().map(|b| b.len() + 1).sum::<usize>() + 1;
+    let mut out = Vec::with_capacity(len);
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.push(b']');
+    Bytes::from(out)
 }
 
 fn to_bytes(v: &impl serde::Serialize) -> Bytes {
