@@ -13,6 +13,7 @@ use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::types::{parse_params, InitializeParams, InitializeResult};
 use mcpd_protocol::{ErrorObject, ProtocolVersion};
 use mcpd_store::{BusTarget, ControlBus, EventLog, SessionDirectory, StoreError};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
@@ -174,7 +175,9 @@ pub struct SessionManager {
     bus: Arc<dyn ControlBus>,
     /// This replica's id (unique per process start).
     instance: Arc<str>,
-    sessions: DashMap<Arc<str>, SessionHandle>,
+    /// Found on every request: hashed with foldhash, not SipHash (ids are
+    /// ours and random; clients only look them up).
+    sessions: DashMap<Arc<str>, SessionHandle, foldhash::fast::RandomState>,
     /// Resource URI → sessions subscribed to it.
     subscriptions: DashMap<String, HashSet<Arc<str>>>,
     /// Open `subscriptions/listen` streams (stateless era), and whether each
@@ -208,7 +211,7 @@ impl SessionManager {
             directory,
             bus,
             instance,
-            sessions: DashMap::new(),
+            sessions: DashMap::with_hasher(Default::default()),
             subscriptions: DashMap::new(),
             listeners: DashMap::new(),
             next_listener: Default::default(),
@@ -369,7 +372,7 @@ impl SessionManager {
         self: &Arc<Self>,
         params: Option<&serde_json::Map<String, Value>>,
         caller: &Caller,
-    ) -> Result<(SessionHandle, Value), InitializeError> {
+    ) -> Result<(SessionHandle, Box<RawValue>), InitializeError> {
         let p: InitializeParams = parse_params(params).map_err(InitializeError::InvalidParams)?;
         if self.is_shutting_down() {
             return Err(InitializeError::ShuttingDown);
@@ -398,7 +401,10 @@ impl SessionManager {
         self.register_holder(&id)
             .await
             .map_err(InitializeError::Store)?;
-        tracing::info!(session = %id, version = %version, client = %record.client_info.name, "session created");
+        // Debug, not info: at thousands of sessions a second a line each
+        // would cost more than the session (`mcpd_sessions_created_total`
+        // counts them).
+        tracing::debug!(session = %id, version = %version, client = %record.client_info.name, "session created");
         let handle = self.start_actor(id, record);
         self.server.metrics.sessions_created.inc();
         let result = InitializeResult {
@@ -407,8 +413,12 @@ impl SessionManager {
             server_info: self.server.info.clone().for_version(version),
             instructions: self.server.instructions.clone(),
         };
+        let Some(up) = upstream else {
+            // Serialised once, straight to its bytes.
+            return Ok((handle, to_raw(&result)));
+        };
         let mut result = serde_json::to_value(result).unwrap_or(Value::Null);
-        if let (Some(up), Value::Object(r)) = (upstream, &mut result) {
+        if let Value::Object(r) = &mut result {
             for key in ["capabilities", "serverInfo", "instructions"] {
                 match up.get(key) {
                     Some(v) => r.insert(key.into(), v.clone()),
@@ -416,7 +426,7 @@ impl SessionManager {
                 };
             }
         }
-        Ok((handle, result))
+        Ok((handle, to_raw(&result)))
     }
 
     fn start_actor(self: &Arc<Self>, id: Arc<str>, record: SessionRecord) -> SessionHandle {
@@ -684,4 +694,9 @@ pub fn new_replica_id() -> String {
 fn rand_u64() -> u64 {
     let b = *uuid::Uuid::new_v4().as_bytes();
     u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+/// A result serialised once (serialising our own types cannot fail).
+fn to_raw(v: &impl serde::Serialize) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).unwrap_or_default()
 }

@@ -10,7 +10,9 @@
 
 mod streams;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

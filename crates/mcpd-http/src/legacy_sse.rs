@@ -213,10 +213,8 @@ async fn initialize(
             let mut rx = session.open_connection().await?;
             *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
             let tx = conn.tx.clone();
-            let response = jsonrpc::response(&r.id, result);
-            let _ = tx
-                .send(message_event(response.to_string().as_bytes()))
-                .await;
+            let response = jsonrpc::result_bytes(&r.id, &result);
+            let _ = tx.send(message_event(&response)).await;
             // Everything the session sends from now on, in order.
             actix_web::rt::spawn(async move {
                 while let Some(item) = rx.recv().await {

@@ -31,6 +31,15 @@ pub(crate) fn accepts(h: &HeaderMap, want: &str) -> bool {
     accepted(h, [want])[0]
 }
 
+/// Whether `Accept` lists both JSON and SSE, as a POST must. The value
+/// the SDKs send is recognised whole before the general check.
+fn accepts_json_and_sse(h: &HeaderMap) -> bool {
+    const COMMON: &[u8] = b"application/json, text/event-stream";
+    h.get(header::ACCEPT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(COMMON))
+        || accepted(h, ["application/json", "text/event-stream"]) == [true, true]
+}
+
 /// Which of `wanted` media types `Accept` lists (or a wildcard covers), in
 /// one pass without allocating; media types compare case-insensitively,
 /// parameters are ignored.
@@ -121,8 +130,28 @@ pub(crate) async fn read_body(
         .map_or(HttpConfig::default().body_timeout, |s| {
             s.config.body_timeout
         });
+    let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
+    // A small body has usually arrived with the headers: take what is
+    // there without arming the timer, which only a body still on its way
+    // needs.
+    loop {
+        match futures_util::FutureExt::now_or_never(payload.next()) {
+            Some(Some(Ok(chunk))) if body.len() + chunk.len() <= limit => {
+                body.extend_from_slice(&chunk)
+            }
+            Some(None) => return Ok(body),
+            // Errors, oversize and waiting: the general path below.
+            Some(Some(other)) => {
+                if let Err(e) = other {
+                    return Err(HttpError::Body(e.to_string()));
+                }
+                hold_unread(payload);
+                return Err(HttpError::TooLarge(limit));
+            }
+            None => break,
+        }
+    }
     let read = async {
-        let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|e| HttpError::Body(e.to_string()))?;
             if body.len() + chunk.len() > limit {
@@ -164,7 +193,7 @@ pub async fn post(
     let h = req.headers();
     state.config.origins.check(&req)?;
     let access = state.security.admit(&req, state.metrics()).await?;
-    if accepted(h, ["application/json", "text/event-stream"]) != [true, true] {
+    if !accepts_json_and_sse(h) {
         return Err(HttpError::NotAcceptable(
             "Accept must list both application/json and text/event-stream",
         ));
@@ -287,7 +316,11 @@ async fn initialize(
     match state.manager.initialize(r.params.as_ref(), caller).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header(session_header(session.id()))
-            .json(jsonrpc::response(&r.id, result))),
+            .insert_header((
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ))
+            .body(jsonrpc::result_bytes(&r.id, &result))),
         Err(InitializeError::InvalidParams(e) | InitializeError::Upstream(e)) => {
             Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
         }
@@ -389,5 +422,10 @@ mod tests {
             assert_eq!(accepted(&accept(values), BOTH), *want, "{values:?}");
         }
         assert!(accepts(&accept(&["text/*"]), "text/event-stream"));
+        for (values, want) in cases {
+            let both = *want == [true, true];
+            assert_eq!(accepts_json_and_sse(&accept(values)), both, "{values:?}");
+        }
+        assert!(accepts_json_and_sse(&accept(&["Application/JSON, text/event-stream"])));
     }
 }

@@ -329,11 +329,11 @@ pub fn outcome_response(id: &RequestId, outcome: &Result<Value, ErrorObject>) ->
 /// A response written straight to bytes: no intermediate `Value`, no copy
 /// of the result.
 #[derive(Serialize)]
-struct ResponseRef<'a> {
+struct ResponseRef<'a, R: Serialize> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Value>,
+    result: Option<&'a R>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a ErrorObject>,
 }
@@ -352,6 +352,18 @@ pub fn outcome_bytes(id: &RequestId, outcome: &Result<Value, ErrorObject>) -> Ve
         error,
     };
     // Serialising a `Value` or an `ErrorObject` into memory cannot fail.
+    serde_json::to_vec(&r).unwrap_or_default()
+}
+
+/// The bytes of a successful response whose result is any serialisable
+/// value (a typed result, or one already serialised as a `RawValue`).
+pub fn result_bytes<R: Serialize>(id: &RequestId, result: &R) -> Vec<u8> {
+    let r = ResponseRef::<R> {
+        jsonrpc: "2.0",
+        id,
+        result: Some(result),
+        error: None,
+    };
     serde_json::to_vec(&r).unwrap_or_default()
 }
 

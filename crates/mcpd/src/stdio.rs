@@ -91,7 +91,8 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                                 .await
                             {
                                 Ok((s, result)) => {
-                                    send(&out, jsonrpc::response(&r.id, result)).await;
+                                    let response = jsonrpc::result_bytes(&r.id, &result);
+                                    let _ = out.send(Bytes::from(response)).await;
                                     forward(
                                         s.open_connection().await.map_err(std::io::Error::other)?,
                                         out.clone(),

@@ -21,7 +21,9 @@
 //! requests left without a response with an error, instead of leaving the
 //! client waiting forever.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use actix::prelude::*;
