@@ -13,11 +13,10 @@ use mcpd_protocol::methods::{self as m, meta};
 use mcpd_protocol::types::JsonObject;
 use mcpd_protocol::RequestId;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::error::TrySendError;
 
 use crate::manager::{Changed, SessionManager};
 use crate::registry::Change;
-use crate::stream::{StreamItem, StreamSender};
+use crate::stream::{StreamItem, StreamSender, TrySendError};
 
 /// The notifications a listener asked for.
 #[derive(Debug, Clone, Default, PartialEq)]

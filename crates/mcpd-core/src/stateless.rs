@@ -24,7 +24,7 @@ use mcpd_protocol::types::{
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use crate::caller::Caller;
 use crate::context::{ContextParts, Peer, PeerError, RequestContext};
@@ -221,7 +221,7 @@ impl Stateless {
     /// receiver cancels the request. Call inside an actix arbiter.
     pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
         let limits = &self.manager.server().limits;
-        let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
+        let (tx, rx) = crate::stream::channel(limits.stream_buffer);
         let method = req.method.clone();
         let id = req.id.clone();
         let binding = binding(&req, &caller);
@@ -364,7 +364,7 @@ impl Stateless {
     /// `subscriptions/listen`: a stream of the changes the client asked for.
     pub fn listen(self: &Arc<Self>, req: Request) -> StreamReceiver {
         let limits = &self.manager.server().limits;
-        let (tx, rx) = mpsc::channel(limits.stream_buffer.max(1));
+        let (tx, rx) = crate::stream::channel(limits.stream_buffer);
         let filter = ListenFilter::from_params(req.params.as_ref());
         ListenActor::new(req.id, filter, tx, self.manager.clone()).start();
         rx

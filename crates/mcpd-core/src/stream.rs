@@ -1,11 +1,12 @@
 //! What travels from a session to the transport for one HTTP response, and
 //! how event ids name their stream.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context as TaskContext, Poll, Waker};
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
 
 /// One item of a response stream. The transport writes the first item to
 /// decide between a JSON body and an SSE stream; the stream ends when the
@@ -25,8 +26,211 @@ pub enum StreamItem {
     Retry(u64),
 }
 
-pub type StreamSender = mpsc::Sender<StreamItem>;
-pub type StreamReceiver = mpsc::Receiver<StreamItem>;
+/// A response stream's queue: bounded, one receiver, any number of
+/// senders. Unlike tokio's mpsc channel, which allocates a block of 32
+/// slots when it is created, an empty queue holds no buffer, so an idle
+/// GET stream costs a hundred bytes here instead of about 2.8 KiB (see
+/// docs/performance.md). Senders never wait: a full queue is refused and
+/// the session disconnects that slow client (it can resume from the log).
+pub fn channel(capacity: usize) -> (StreamSender, StreamReceiver) {
+    let shared = Arc::new(Shared {
+        capacity: capacity.max(1),
+        inner: Mutex::new(Inner {
+            queue: VecDeque::new(),
+            waker: None,
+            waiting_senders: Vec::new(),
+            senders: 1,
+            receiver: true,
+        }),
+    });
+    (StreamSender(shared.clone()), StreamReceiver(shared))
+}
+
+struct Shared {
+    capacity: usize,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    queue: VecDeque<StreamItem>,
+    /// The receiver, waiting for an item.
+    waker: Option<Waker>,
+    /// Senders waiting for room or for the receiver to go.
+    waiting_senders: Vec<Waker>,
+    senders: usize,
+    receiver: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // Nothing panics while holding the lock; a poisoned one is still sound.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Why [`StreamSender::try_send`] refused an item (which it hands back).
+#[derive(Debug, PartialEq)]
+pub enum TrySendError {
+    /// The receiver has not taken `capacity` earlier items yet.
+    Full(StreamItem),
+    /// The receiver is gone (the client disconnected).
+    Closed(StreamItem),
+}
+
+pub struct StreamSender(Arc<Shared>);
+
+pub struct StreamReceiver(Arc<Shared>);
+
+impl StreamSender {
+    pub fn try_send(&self, item: StreamItem) -> Result<(), TrySendError> {
+        let waker = {
+            let mut inner = self.0.lock();
+            if !inner.receiver {
+                return Err(TrySendError::Closed(item));
+            }
+            if inner.queue.len() >= self.0.capacity {
+                return Err(TrySendError::Full(item));
+            }
+            inner.queue.push_back(item);
+            inner.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// Whether the receiver is gone.
+    pub fn is_closed(&self) -> bool {
+        !self.0.lock().receiver
+    }
+
+    /// Queues `item`, waiting for room; refused only when the receiver is
+    /// gone.
+    pub async fn send(&self, item: StreamItem) -> Result<(), TrySendError> {
+        let mut item = Some(item);
+        std::future::poll_fn(|cx| {
+            let Some(it) = item.take() else {
+                return Poll::Ready(Ok(()));
+            };
+            match self.try_send(it) {
+                Err(TrySendError::Full(it)) => {
+                    item = Some(it);
+                    let mut inner = self.0.lock();
+                    if inner.queue.len() < self.0.capacity || !inner.receiver {
+                        cx.waker().wake_by_ref(); // changed meanwhile: try again
+                    } else {
+                        inner.waiting_senders.push(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+                other => Poll::Ready(other),
+            }
+        })
+        .await
+    }
+
+    /// Resolves when the receiver is gone (the client disconnected).
+    pub async fn closed(&self) {
+        std::future::poll_fn(|cx| {
+            let mut inner = self.0.lock();
+            if !inner.receiver {
+                return Poll::Ready(());
+            }
+            if !inner
+                .waiting_senders
+                .iter()
+                .any(|w| w.will_wake(cx.waker()))
+            {
+                inner.waiting_senders.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl std::fmt::Debug for StreamSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamSender")
+    }
+}
+
+impl std::fmt::Debug for StreamReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamReceiver")
+    }
+}
+
+impl Clone for StreamSender {
+    fn clone(&self) -> Self {
+        self.0.lock().senders += 1;
+        Self(self.0.clone())
+    }
+}
+
+impl Drop for StreamSender {
+    fn drop(&mut self) {
+        let waker = {
+            let mut inner = self.0.lock();
+            inner.senders -= 1;
+            if inner.senders > 0 {
+                return;
+            }
+            inner.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake(); // the stream has ended
+        }
+    }
+}
+
+impl StreamReceiver {
+    /// The next item; `None` once every sender is gone and the queue is
+    /// drained. Cancel-safe: an item is only taken when it is returned.
+    pub async fn recv(&mut self) -> Option<StreamItem> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    pub fn poll_recv(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<StreamItem>> {
+        let mut inner = self.0.lock();
+        if let Some(item) = inner.queue.pop_front() {
+            if inner.queue.is_empty() && inner.queue.capacity() > 4 {
+                inner.queue = VecDeque::new(); // an idle stream keeps no buffer
+            }
+            let room = std::mem::take(&mut inner.waiting_senders);
+            drop(inner);
+            room.into_iter().for_each(Waker::wake);
+            return Poll::Ready(Some(item));
+        }
+        if inner.senders == 0 {
+            return Poll::Ready(None);
+        }
+        if !inner
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            inner.waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for StreamReceiver {
+    fn drop(&mut self) {
+        let (queue, waiting) = {
+            let mut inner = self.0.lock();
+            inner.receiver = false;
+            (
+                std::mem::take(&mut inner.queue),
+                std::mem::take(&mut inner.waiting_senders),
+            )
+        };
+        drop(queue);
+        waiting.into_iter().for_each(Waker::wake);
+    }
+}
 
 /// The id of the session's standalone (GET) stream.
 pub const GET_STREAM: &str = "g";
@@ -81,6 +285,67 @@ mod tests {
         for bad in ["", "-1", "abc", "abc-", "abc-x", "a b-1", "abc--1"] {
             assert_eq!(parse_event_id(bad), None, "{bad}");
         }
+    }
+
+    fn item(n: u64) -> StreamItem {
+        StreamItem::Retry(n)
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_ordered_and_ends_with_its_senders() {
+        let (tx, mut rx) = channel(2);
+        let tx2 = tx.clone();
+        assert_eq!(tx.try_send(item(1)), Ok(()));
+        assert_eq!(tx2.try_send(item(2)), Ok(()));
+        assert_eq!(tx.try_send(item(3)), Err(TrySendError::Full(item(3))));
+        assert_eq!(rx.recv().await, Some(item(1)));
+        assert_eq!(tx.try_send(item(3)), Ok(()));
+        drop(tx);
+        assert!(!tx2.is_closed());
+        assert_eq!(rx.recv().await, Some(item(2)));
+        assert_eq!(rx.recv().await, Some(item(3)));
+        // A waiting receiver is woken when the last sender goes.
+        let waiting = tokio::spawn(async move { rx.recv().await });
+        tokio::task::yield_now().await;
+        drop(tx2);
+        assert_eq!(waiting.await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_receiver_is_woken_and_a_dropped_one_closes_the_queue() {
+        let (tx, mut rx) = channel(4);
+        let waiting = tokio::spawn(async move {
+            let first = rx.recv().await;
+            (first, rx)
+        });
+        tokio::task::yield_now().await;
+        tx.try_send(item(7)).unwrap();
+        let (first, rx) = waiting.await.unwrap();
+        assert_eq!(first, Some(item(7)));
+        tx.try_send(item(8)).unwrap();
+        drop(rx);
+        assert!(tx.is_closed());
+        assert_eq!(tx.try_send(item(9)), Err(TrySendError::Closed(item(9))));
+    }
+
+    #[tokio::test]
+    async fn send_waits_for_room_and_closed_resolves_when_the_receiver_goes() {
+        let (tx, mut rx) = channel(1);
+        tx.try_send(item(1)).unwrap();
+        let tx2 = tx.clone();
+        let sending = tokio::spawn(async move { tx2.send(item(2)).await });
+        tokio::task::yield_now().await;
+        assert!(!sending.is_finished());
+        assert_eq!(rx.recv().await, Some(item(1)));
+        assert_eq!(sending.await.unwrap(), Ok(()));
+        assert_eq!(rx.recv().await, Some(item(2)));
+        let tx3 = tx.clone();
+        let closed = tokio::spawn(async move { tx3.closed().await });
+        tokio::task::yield_now().await;
+        assert!(!closed.is_finished());
+        drop(rx);
+        closed.await.unwrap();
+        assert_eq!(tx.send(item(3)).await, Err(TrySendError::Closed(item(3))));
     }
 
     #[test]

@@ -426,6 +426,8 @@ mod tests {
             let both = *want == [true, true];
             assert_eq!(accepts_json_and_sse(&accept(values)), both, "{values:?}");
         }
-        assert!(accepts_json_and_sse(&accept(&["Application/JSON, text/event-stream"])));
+        assert!(accepts_json_and_sse(&accept(&[
+            "Application/JSON, text/event-stream"
+        ])));
     }
 }

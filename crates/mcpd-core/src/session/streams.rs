@@ -32,13 +32,14 @@ use mcpd_protocol::jsonrpc::error_response;
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion, RequestId};
 use mcpd_store::{BusTarget, ControlBus, EventLog, StoreError, StoredEvent};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::{PostReply, SessionActor};
 use crate::control::Control;
 use crate::dispatch::Limits;
 use crate::stream::{
-    event_id, new_stream_id, parse_event_id, StreamItem, StreamReceiver, StreamSender, GET_STREAM,
+    event_id, new_stream_id, parse_event_id, StreamItem, StreamReceiver, StreamSender,
+    TrySendError, GET_STREAM,
 };
 use mcpd_telemetry::Metrics;
 
@@ -104,7 +105,7 @@ impl PendingReply {
 impl Drop for PendingReply {
     fn drop(&mut self) {
         if let Some(tx) = self.0.take() {
-            let (_, rx) = mpsc::channel(1);
+            let (_, rx) = crate::stream::channel(1);
             let _ = tx.send(PostReply::Stream(rx));
         }
     }
@@ -127,9 +128,10 @@ struct StreamState {
     persistent: bool,
     /// Delivered from the log only; the last sequence number delivered.
     fed: Option<u64>,
-    foreign: Option<Foreign>,
+    /// Boxed: rare, and every stream's state is held in the session's map.
+    foreign: Option<Box<Foreign>>,
     /// Other replicas delivering this stream to a client: woken on appends.
-    readers: HashSet<String>,
+    readers: Vec<String>,
 }
 
 impl StreamState {
@@ -145,7 +147,7 @@ impl StreamState {
             persistent: false,
             fed: None,
             foreign: None,
-            readers: HashSet::new(),
+            readers: Vec::new(),
         }
     }
 }
@@ -344,7 +346,9 @@ impl Streams {
     pub fn add_remote_reader(&mut self, stream: &str, reader: String) {
         match self.map.get_mut(stream) {
             Some(st) => {
-                st.readers.insert(reader);
+                if !st.readers.contains(&reader) {
+                    st.readers.push(reader);
+                }
             }
             None => {
                 // Already complete here: let the reader collect the rest now.
@@ -380,7 +384,7 @@ impl Streams {
     }
 
     fn channel_for(buffer: usize) -> (StreamSender, StreamReceiver) {
-        mpsc::channel(buffer.max(1))
+        crate::stream::channel(buffer)
     }
 
     /// Switches a stream to SSE: the bookkeeping record, a priming event
@@ -610,7 +614,7 @@ impl Streams {
                 continue;
             };
             let fed = st.fed.is_some();
-            let readers: Vec<String> = st.readers.iter().cloned().collect();
+            let readers = st.readers.clone();
             for r in readers {
                 self.wake(r, stream.to_string());
             }
@@ -676,7 +680,7 @@ impl Streams {
         let Some(w) = &st.writer else { return };
         match w.try_send(item) {
             Ok(()) => metrics.sse_events.inc(),
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Err(TrySendError::Full(_)) => {
                 tracing::warn!(
                     session,
                     stream,
@@ -684,7 +688,7 @@ impl Streams {
                 );
                 st.writer = None;
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => st.writer = None,
+            Err(TrySendError::Closed(_)) => st.writer = None,
         }
     }
 
@@ -724,7 +728,7 @@ impl Streams {
             Self::write(&metrics, &session, stream, st, item);
         }
         st.fed = Some(after);
-        if st.foreign.as_ref().is_some_and(Foreign::complete) {
+        if st.foreign.as_deref().is_some_and(Foreign::complete) {
             self.map.remove(stream); // every request answered: the stream ends
         }
     }
@@ -893,7 +897,7 @@ impl Streams {
                         // Still running on its replica: follow it from the log.
                         let mut st = StreamState::live(Some(tx));
                         st.fed = Some(last);
-                        st.foreign = Some(foreign);
+                        st.foreign = Some(Box::new(foreign));
                         streams.map.insert(stream.clone(), st);
                         let msg = Control::Tail {
                             s: streams.session.to_string(),
