@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use mcpd_protocol::methods as m;
 use mcpd_protocol::types::{
-    parse_params, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionRef,
+    parse_params, parse_params_owned, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionRef,
     Implementation, JsonObject, ListChangedCapability, ListParams, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
     ResourcesCapability, ServerCapabilities, UriParams,
@@ -207,7 +207,7 @@ impl McpServer {
                     let tools = tools.into_iter().map(|t| t.for_version(v)).collect();
                     to_json(&ListToolsResult { tools, next_cursor })
                 }
-                m::TOOLS_CALL => this.call_tool(parse_params(p)?, ctx).await,
+                m::TOOLS_CALL => this.call_tool(parse_params_owned(params)?, ctx).await,
                 m::RESOURCES_LIST => {
                     let ListParams { cursor } = parse_params(p)?;
                     let (resources, next_cursor) =

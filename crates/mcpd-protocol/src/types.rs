@@ -639,6 +639,15 @@ pub struct ListRootsResult {
     pub roots: Vec<Root>,
 }
 
+/// Reads typed params from a request's own `params` object, moving its
+/// strings and maps instead of copying them.
+pub fn parse_params_owned<T: serde::de::DeserializeOwned>(
+    params: Option<JsonObject>,
+) -> Result<T, crate::ErrorObject> {
+    serde_json::from_value(Value::Object(params.unwrap_or_default()))
+        .map_err(|e| crate::ErrorObject::invalid_params(format!("Invalid params: {e}")))
+}
+
 /// Reads typed params from a request's `params` object (absent = `{}`).
 pub fn parse_params<T: serde::de::DeserializeOwned>(
     params: Option<&JsonObject>,
