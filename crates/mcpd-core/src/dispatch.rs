@@ -8,10 +8,10 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use mcpd_protocol::methods as m;
 use mcpd_protocol::types::{
-    parse_params, parse_params_owned, CallToolParams, CompleteParams, CompleteResult, Completion, CompletionRef,
-    Implementation, JsonObject, ListChangedCapability, ListParams, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
-    ResourcesCapability, ServerCapabilities, UriParams,
+    parse_params, parse_params_owned, CallToolParams, CompleteParams, CompleteResult, Completion,
+    CompletionRef, Implementation, JsonObject, ListChangedCapability, ListParams,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    ReadResourceResult, ResourcesCapability, ServerCapabilities, UriParams,
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use serde_json::Value;

@@ -10,7 +10,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use dashmap::DashMap;
 use mcpd_protocol::jsonrpc::Message;
-use mcpd_protocol::types::{parse_params, InitializeParams, InitializeResult};
+use mcpd_protocol::types::{parse_params_owned, InitializeParams, InitializeResult};
 use mcpd_protocol::{ErrorObject, ProtocolVersion};
 use mcpd_store::{BusTarget, ControlBus, EventLog, SessionDirectory, StoreError};
 use serde_json::value::RawValue;
@@ -370,10 +370,11 @@ impl SessionManager {
     /// the directory, and starts its actor on the current arbiter.
     pub async fn initialize(
         self: &Arc<Self>,
-        params: Option<&serde_json::Map<String, Value>>,
+        params: Option<serde_json::Map<String, Value>>,
         caller: &Caller,
     ) -> Result<(SessionHandle, Box<RawValue>), InitializeError> {
-        let p: InitializeParams = parse_params(params).map_err(InitializeError::InvalidParams)?;
+        let p: InitializeParams =
+            parse_params_owned(params).map_err(InitializeError::InvalidParams)?;
         if self.is_shutting_down() {
             return Err(InitializeError::ShuttingDown);
         }

@@ -208,7 +208,7 @@ async fn initialize(
     r: mcpd_protocol::jsonrpc::Request,
     caller: &mcpd_core::Caller,
 ) -> Result<(), HttpError> {
-    let answer = match manager.initialize(r.params.as_ref(), caller).await {
+    let answer = match manager.initialize(r.params, caller).await {
         Ok((session, result)) => {
             let mut rx = session.open_connection().await?;
             *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);

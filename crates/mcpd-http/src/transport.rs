@@ -125,11 +125,10 @@ pub(crate) async fn read_body(
     }
     // The whole body must arrive within `http.body_timeout_secs`: a client
     // that sends headers and then trickles the body (slowloris) is cut off.
-    let timeout = req
-        .app_data::<web::Data<AppState>>()
-        .map_or(HttpConfig::default().body_timeout, |s| {
-            s.config.body_timeout
-        });
+    let timeout = req.app_data::<web::Data<AppState>>().map_or_else(
+        || HttpConfig::default().body_timeout,
+        |s| s.config.body_timeout,
+    );
     let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
     // A small body has usually arrived with the headers: take what is
     // there without arming the timer, which only a body still on its way
@@ -313,7 +312,7 @@ async fn initialize(
     let Message::Request(r) = body.into_messages().remove(0) else {
         unreachable!("checked by the caller: the body is one initialize request")
     };
-    match state.manager.initialize(r.params.as_ref(), caller).await {
+    match state.manager.initialize(r.params, caller).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header(session_header(session.id()))
             .insert_header((

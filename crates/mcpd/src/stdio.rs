@@ -86,10 +86,7 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                 for m in messages {
                     match m {
                         Message::Request(r) if r.method == methods::INITIALIZE => {
-                            match manager
-                                .initialize(r.params.as_ref(), &Default::default())
-                                .await
-                            {
+                            match manager.initialize(r.params, &Default::default()).await {
                                 Ok((s, result)) => {
                                     let response = jsonrpc::result_bytes(&r.id, &result);
                                     let _ = out.send(Bytes::from(response)).await;
