@@ -457,24 +457,14 @@ impl Outcome {
     fn finish(&mut self, outcome: &str) {
         self.done = true;
         self.audit(outcome);
-        self.metrics
-            .rpc_requests
-            .with_label_values(&[self.method, outcome])
-            .inc();
+        let requests = self.metrics.requests_of(self.method);
+        requests.outcome(outcome);
         let seconds = self.start.elapsed().as_secs_f64();
-        self.metrics
-            .rpc_duration
-            .with_label_values(&[self.method])
-            .observe(seconds);
+        requests.observe(seconds);
         if let Some(tool) = &self.tool {
-            self.metrics
-                .tool_calls
-                .with_label_values(&[tool, outcome])
-                .inc();
-            self.metrics
-                .tool_duration
-                .with_label_values(&[tool])
-                .observe(seconds);
+            let calls = self.metrics.tool_calls_of(tool);
+            calls.outcome(outcome);
+            calls.observe(seconds);
         }
     }
 }
@@ -484,15 +474,9 @@ impl Drop for Outcome {
         self.metrics.requests_in_flight.dec();
         if !self.done {
             self.audit("cancelled");
-            self.metrics
-                .rpc_requests
-                .with_label_values(&[self.method, "cancelled"])
-                .inc();
+            self.metrics.requests_of(self.method).outcome("cancelled");
             if let Some(tool) = &self.tool {
-                self.metrics
-                    .tool_calls
-                    .with_label_values(&[tool, "cancelled"])
-                    .inc();
+                self.metrics.tool_calls_of(tool).outcome("cancelled");
             }
         }
     }

@@ -266,6 +266,16 @@ pub async fn post(
             session.version()
         )));
     }
+    // `notifications/initialized` asks nothing of a session that was just
+    // created: it is acknowledged without a trip through the session actor.
+    let only_initialized = body.messages().iter().all(
+        |m| matches!(m, Message::Notification(n) if n.method == methods::NOTIFICATION_INITIALIZED),
+    );
+    if only_initialized {
+        return Ok(HttpResponse::Accepted()
+            .insert_header(session_header(session.id()))
+            .finish());
+    }
     let batch = body.is_batch();
     match session
         .post(body.into_messages(), batch, access.caller)

@@ -40,8 +40,87 @@ pub struct Metrics {
     pub tool_duration: HistogramVec,
     /// Tools whose name is a label value (others are counted as `other`).
     tool_labels: Vec<String>,
+    /// Resolved series of `rpc_requests`/`rpc_duration`, by method label
+    /// ([`KNOWN_METHODS`], then `other`), and of `tool_calls`/`tool_duration`
+    /// by tool label (`tool_labels`, then `other`).
+    method_series: Vec<OutcomeSeries>,
+    tool_series: Vec<OutcomeSeries>,
     process_cpu: Counter,
     process_rss: IntGauge,
+}
+
+/// Methods counted under their own name (anything else is `other`).
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "server/discover",
+    "subscriptions/listen",
+];
+
+/// The outcome label values of request and tool-call counters.
+pub const OUTCOMES: [&str; 4] = ["ok", "error", "tool_error", "cancelled"];
+
+/// One label value's request counters (by outcome) and duration histogram,
+/// each resolved on first use and then kept: `with_label_values` hashes
+/// its labels and takes a lock on every call, a measurable part of a small
+/// request. Series still appear only once used.
+pub struct OutcomeSeries {
+    label: Box<str>,
+    counters: [std::sync::OnceLock<IntCounter>; 4],
+    duration: std::sync::OnceLock<prometheus::Histogram>,
+}
+
+impl OutcomeSeries {
+    fn new(label: &str) -> Self {
+        Self {
+            label: label.into(),
+            counters: Default::default(),
+            duration: Default::default(),
+        }
+    }
+}
+
+/// A request's or tool call's counters, ready to count into.
+pub struct Counted<'a> {
+    series: &'a OutcomeSeries,
+    counters: &'a IntCounterVec,
+    durations: &'a HistogramVec,
+}
+
+impl Counted<'_> {
+    /// Counts one outcome (one of [`OUTCOMES`]).
+    pub fn outcome(&self, outcome: &str) {
+        match OUTCOMES.iter().position(|o| *o == outcome) {
+            Some(i) => self.series.counters[i]
+                .get_or_init(|| {
+                    self.counters
+                        .with_label_values(&[&*self.series.label, OUTCOMES[i]])
+                })
+                .inc(),
+            None => self
+                .counters
+                .with_label_values(&[&*self.series.label, outcome])
+                .inc(),
+        }
+    }
+
+    pub fn observe(&self, seconds: f64) {
+        self.series
+            .duration
+            .get_or_init(|| self.durations.with_label_values(&[&*self.series.label]))
+            .observe(seconds);
+    }
 }
 
 const LATENCY_BUCKETS: &[f64] = &[
@@ -122,6 +201,16 @@ impl Metrics {
             rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
             tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
             tool_duration: hv("mcpd_tool_call_duration_seconds", "Duration of tools/call requests by tool (configured names, else other).", &["tool"]),
+            method_series: KNOWN_METHODS
+                .iter()
+                .chain(["other"].iter())
+                .map(|m| OutcomeSeries::new(m))
+                .collect(),
+            tool_series: tools
+                .iter()
+                .map(|t| OutcomeSeries::new(t))
+                .chain([OutcomeSeries::new("other")])
+                .collect(),
             tool_labels: tools,
             process_cpu,
             process_rss: g("process_resident_memory_bytes", "Resident memory size in bytes."),
@@ -142,28 +231,39 @@ impl Metrics {
     /// The MCP method label: known methods by name, anything else `other`,
     /// so a client cannot grow the label set.
     pub fn method_label(method: &str) -> &'static str {
-        const KNOWN: &[&str] = &[
-            "initialize",
-            "ping",
-            "tools/list",
-            "tools/call",
-            "resources/list",
-            "resources/templates/list",
-            "resources/read",
-            "resources/subscribe",
-            "resources/unsubscribe",
-            "prompts/list",
-            "prompts/get",
-            "completion/complete",
-            "logging/setLevel",
-            "server/discover",
-            "subscriptions/listen",
-        ];
-        KNOWN
+        KNOWN_METHODS
             .iter()
             .find(|m| **m == method)
             .copied()
             .unwrap_or("other")
+    }
+
+    /// The request counters and histogram of `method` (its label).
+    pub fn requests_of(&self, method: &str) -> Counted<'_> {
+        let i = KNOWN_METHODS
+            .iter()
+            .position(|m| *m == method)
+            .unwrap_or(KNOWN_METHODS.len());
+        Counted {
+            series: &self.method_series[i],
+            counters: &self.rpc_requests,
+            durations: &self.rpc_duration,
+        }
+    }
+
+    /// The tool-call counters and histogram of tool `name` (configured
+    /// names count under their own label, others under `other`).
+    pub fn tool_calls_of(&self, name: &str) -> Counted<'_> {
+        let i = self
+            .tool_labels
+            .iter()
+            .position(|t| t == name)
+            .unwrap_or(self.tool_labels.len());
+        Counted {
+            series: &self.tool_series[i],
+            counters: &self.tool_calls,
+            durations: &self.tool_duration,
+        }
     }
 
     /// Reasons of `mcpd_auth_rejections_total` (all exported from the start,
