@@ -130,9 +130,9 @@ pub(crate) async fn read_body(
         |s| s.config.body_timeout,
     );
     let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
-    // A small body has usually arrived with the headers: take what is
-    // there without arming the timer, which only a body still on its way
-    // needs.
+    // What has already arrived is taken without arming the timer. actix
+    // hands a body to the payload only after the handler first polls it,
+    // so most bodies still wait one turn below, under the timer.
     loop {
         match futures_util::FutureExt::now_or_never(payload.next()) {
             Some(Some(Ok(chunk))) if body.len() + chunk.len() <= limit => {
