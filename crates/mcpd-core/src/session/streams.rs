@@ -38,7 +38,7 @@ use super::{PostReply, SessionActor};
 use crate::control::Control;
 use crate::dispatch::Limits;
 use crate::stream::{
-    event_id, new_stream_id, parse_event_id, StreamItem, StreamReceiver, StreamSender,
+    channel, event_id, new_stream_id, parse_event_id, StreamItem, StreamReceiver, StreamSender,
     TrySendError, GET_STREAM,
 };
 use mcpd_telemetry::Metrics;
@@ -105,7 +105,7 @@ impl PendingReply {
 impl Drop for PendingReply {
     fn drop(&mut self) {
         if let Some(tx) = self.0.take() {
-            let (_, rx) = crate::stream::channel(1);
+            let (_, rx) = channel(1);
             let _ = tx.send(PostReply::Stream(rx));
         }
     }
@@ -219,7 +219,7 @@ impl Streams {
     }
 
     fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
-        Self::channel_for(self.limits.stream_buffer + extra)
+        channel(self.limits.stream_buffer + extra)
     }
 
     /// A new stream for a POST carrying the requests `request_ids`; its
@@ -383,10 +383,6 @@ impl Streams {
         });
     }
 
-    fn channel_for(buffer: usize) -> (StreamSender, StreamReceiver) {
-        crate::stream::channel(buffer)
-    }
-
     /// Switches a stream to SSE: the bookkeeping record, a priming event
     /// (2025-11-25) and any held responses go first. False when the stream
     /// no longer exists.
@@ -400,7 +396,7 @@ impl Streams {
         }
         st.sse = true;
         if let Some(reply) = st.reply.take() {
-            let (tx, rx) = Self::channel_for(self.limits.stream_buffer);
+            let (tx, rx) = channel(self.limits.stream_buffer);
             st.writer = Some(tx);
             reply.send(PostReply::Stream(rx));
         }
@@ -458,10 +454,9 @@ impl Streams {
             return;
         }
         // Nothing was streamed: the whole answer goes out as one JSON body.
-        let Some(st) = self.map.remove(stream) else {
+        let Some(mut st) = self.map.remove(stream) else {
             return;
         };
-        let mut st = st;
         let body = match (st.batch, st.pending.len()) {
             (_, 0) => None, // every request was cancelled: an empty stream ends it
             (false, _) => st.pending.pop(),
