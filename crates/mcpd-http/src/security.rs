@@ -97,18 +97,13 @@ impl Security {
                 );
                 let missing = p.missing(&needed);
                 if !missing.is_empty() {
-                    metrics
-                        .auth_rejections
-                        .with_label_values(&["insufficient_scope"])
-                        .inc();
-                    return Err(HttpError::Unauthorized {
-                        status: StatusCode::FORBIDDEN,
-                        challenge: auth.insufficient_scope(&needed, &missing),
-                        message: format!(
-                            "Forbidden: this endpoint needs the scope {}",
-                            missing.join(" ")
-                        ),
-                    });
+                    return Err(insufficient_scope(
+                        auth,
+                        metrics,
+                        "this endpoint",
+                        &needed,
+                        &missing,
+                    ));
                 }
             }
         }
@@ -192,19 +187,11 @@ impl Security {
             }
             let missing = p.missing(&needed);
             if !missing.is_empty() {
-                metrics
-                    .auth_rejections
-                    .with_label_values(&["insufficient_scope"])
-                    .inc();
                 let what = match tool {
                     Some(t) => format!("calling tool {t:?}"),
                     None => r.method.clone(),
                 };
-                return Err(HttpError::Unauthorized {
-                    status: StatusCode::FORBIDDEN,
-                    challenge: auth.insufficient_scope(&needed, &missing),
-                    message: format!("Forbidden: {what} needs the scope {}", missing.join(" ")),
-                });
+                return Err(insufficient_scope(auth, metrics, &what, &needed, &missing));
             }
         }
         Ok(())
@@ -248,6 +235,26 @@ fn upstream_scopes(
         .flatten()
         .cloned()
         .collect()
+}
+
+/// The 403 refusal of a principal lacking `missing` of the `needed` scopes
+/// for `what`, counted as `insufficient_scope`.
+fn insufficient_scope(
+    auth: &Authenticator,
+    metrics: &Metrics,
+    what: &str,
+    needed: &[String],
+    missing: &[&str],
+) -> HttpError {
+    metrics
+        .auth_rejections
+        .with_label_values(&["insufficient_scope"])
+        .inc();
+    HttpError::Unauthorized {
+        status: StatusCode::FORBIDDEN,
+        challenge: auth.insufficient_scope(needed, missing),
+        message: format!("Forbidden: {what} needs the scope {}", missing.join(" ")),
+    }
 }
 
 fn unauthorized(auth: &Authenticator, e: &AuthError) -> HttpError {

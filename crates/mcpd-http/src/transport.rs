@@ -129,28 +129,8 @@ pub(crate) async fn read_body(
         || HttpConfig::default().body_timeout,
         |s| s.config.body_timeout,
     );
-    let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
-    // What has already arrived is taken without arming the timer. actix
-    // hands a body to the payload only after the handler first polls it,
-    // so most bodies still wait one turn below, under the timer.
-    loop {
-        match futures_util::FutureExt::now_or_never(payload.next()) {
-            Some(Some(Ok(chunk))) if body.len() + chunk.len() <= limit => {
-                body.extend_from_slice(&chunk)
-            }
-            Some(None) => return Ok(body),
-            // Errors, oversize and waiting: the general path below.
-            Some(Some(other)) => {
-                if let Err(e) = other {
-                    return Err(HttpError::Body(e.to_string()));
-                }
-                hold_unread(payload);
-                return Err(HttpError::TooLarge(limit));
-            }
-            None => break,
-        }
-    }
     let read = async {
+        let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|e| HttpError::Body(e.to_string()))?;
             if body.len() + chunk.len() > limit {
