@@ -73,7 +73,7 @@ pub trait ResourceProvider: Send + Sync + 'static {
     /// Cache hints for this provider's `resources/read` results in the
     /// stateless era (`ttlMs`, `cacheScope`); `None` uses the server's
     /// configured defaults. Use `private` for per-user content.
-    fn cache_hints(&self) -> Option<crate::stateless::CacheHints> {
+    fn cache_hints(&self) -> Option<CacheHints> {
         None
     }
     /// Completion for a template variable; `None` when the template is not this provider's.
@@ -240,5 +240,22 @@ where
         ctx: RequestContext,
     ) -> Result<CallToolResult, ToolError> {
         (self.f)(args, ctx).await
+    }
+}
+
+/// `ttlMs` and `cacheScope` put on cacheable results (2026-07-28).
+#[derive(Debug, Clone)]
+pub struct CacheHints {
+    pub ttl_ms: u64,
+    /// `public` (no per-user data) or `private`.
+    pub scope: String,
+}
+
+impl Default for CacheHints {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 60_000,
+            scope: "public".into(),
+        }
     }
 }

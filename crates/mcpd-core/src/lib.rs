@@ -1,46 +1,60 @@
 //! The MCP protocol core of mcpd: everything between "a JSON-RPC message
 //! arrived" and "these messages go back", with no HTTP in sight.
 //!
-//! Layout:
-//! - [`handler`]: the extension API (`Tool`, `ResourceProvider`,
-//!   `PromptProvider`, [`handler::tool_fn`]).
-//! - [`context`]: [`RequestContext`], what a handler sees of its request, and
-//!   the [`context::Peer`] it talks through.
-//! - [`registry`]: the catalogue, pagination, the change feed.
-//! - [`dispatch`]: [`McpServer`], method dispatch for every era, and limits.
-//! - [`manager`]: [`SessionManager`] and [`SessionHandle`], the transport's
-//!   way in.
-//! - [`session`]: the session actor (one per `Mcp-Session-Id`), with its
-//!   streams in `session/streams.rs`.
+//! Layout (dependencies point down the list, never back up):
+//! - [`handler`], [`context`], [`registry`], [`forward`]: the extension API
+//!   (`Tool`, `ResourceProvider`, `PromptProvider`, [`handler::tool_fn`]),
+//!   what a handler sees of its request ([`RequestContext`]), the
+//!   catalogue, and the gateway's hook.
+//! - [`dispatch`]: [`McpServer`], dispatch by the method table
+//!   (`mcpd_protocol::Method`) for every era; [`limits`].
 //! - [`request`]: the request actor (one per in-flight request).
 //! - [`stream`]: what a response stream carries; event ids.
+//! - [`streams`]: a session's streams as a plain state machine that returns
+//!   effects (JSON or SSE, log-before-write, fed and foreign streams).
+//! - [`session`]: the session actor (one per `Mcp-Session-Id`), which
+//!   carries those effects out, in a narrow [`session::SessionEnv`].
+//! - [`feed`]: the change feed (subscriptions, GET streams, listeners).
+//! - [`cluster`]: what replicas sharing a store tell each other, behind one
+//!   trait (local or shared), chosen once.
+//! - [`sessions`]: the session table and [`SessionHandle`];
+//!   [`lifecycle`]: `initialize`, readiness, shutdown.
+//! - [`stateless`], [`listen`]: the 2026-07-28 era's way in.
+//! - [`node`]: one process's core, wired ([`Node`]).
 
 pub mod caller;
+pub mod cluster;
 pub mod context;
-mod control;
 pub mod dispatch;
+pub mod feed;
 pub mod forward;
 pub mod handler;
+pub mod lifecycle;
+pub mod limits;
 pub mod listen;
-pub mod manager;
-mod peer;
+pub mod node;
 pub mod registry;
 pub mod request;
 pub mod sealed;
 pub mod session;
+pub mod sessions;
 pub mod stateless;
 pub mod stats;
 pub mod stream;
+pub mod streams;
 
 pub use caller::Caller;
 pub use context::RequestContext;
-pub use dispatch::{Limits, McpServer};
+pub use dispatch::McpServer;
 pub use forward::Forward;
-pub use handler::{tool_fn, PromptProvider, ResourceProvider, Tool, ToolError};
-pub use manager::{new_replica_id, InitializeError, SessionHandle, SessionManager};
+pub use handler::{tool_fn, CacheHints, PromptProvider, ResourceProvider, Tool, ToolError};
+pub use lifecycle::{InitializeError, Lifecycle};
+pub use limits::Limits;
 pub use mcpd_store::StoreError;
+pub use node::{new_replica_id, Node};
 pub use registry::{ChangeNotifier, Registry};
 pub use session::{PostReply, ResumeError, SessionError};
-pub use stateless::{CacheHints, ModernMeta, Stateless};
+pub use sessions::{SessionHandle, SessionTable};
+pub use stateless::{ModernMeta, Stateless};
 pub use stats::Stats;
 pub use stream::{StreamItem, StreamReceiver};

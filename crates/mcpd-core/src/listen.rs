@@ -14,7 +14,7 @@ use mcpd_protocol::types::JsonObject;
 use mcpd_protocol::RequestId;
 use serde_json::{json, Value};
 
-use crate::manager::{Changed, SessionManager};
+use crate::feed::{ChangeFeed, Changed, EndListen};
 use crate::registry::Change;
 use crate::stream::{StreamItem, StreamSender, TrySendError};
 
@@ -105,7 +105,7 @@ pub struct ListenActor {
     id: RequestId,
     filter: ListenFilter,
     writer: StreamSender,
-    manager: Arc<SessionManager>,
+    feed: Arc<ChangeFeed>,
     key: u64,
 }
 
@@ -114,13 +114,13 @@ impl ListenActor {
         id: RequestId,
         filter: ListenFilter,
         writer: StreamSender,
-        manager: Arc<SessionManager>,
+        feed: Arc<ChangeFeed>,
     ) -> Self {
         Self {
             id,
             filter,
             writer,
-            manager,
+            feed,
             key: 0,
         }
     }
@@ -153,9 +153,12 @@ impl Actor for ListenActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.key = self
-            .manager
-            .add_listener(ctx.address(), self.filter.wants_resources());
+        let addr = ctx.address();
+        self.key = self.feed.add_listener(
+            addr.clone().recipient(),
+            addr.recipient(),
+            self.filter.wants_resources(),
+        );
         let mut ack = JsonObject::new();
         ack.insert("notifications".into(), self.filter.honoured());
         self.send(m::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack, ctx);
@@ -168,15 +171,11 @@ impl Actor for ListenActor {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        self.manager.remove_listener(self.key);
+        self.feed.remove_listener(self.key);
     }
 }
 
 /// The server is shutting down: end the subscription the polite way.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct EndListen;
-
 impl Handler<EndListen> for ListenActor {
     type Result = ();
 

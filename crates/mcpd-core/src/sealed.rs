@@ -31,6 +31,7 @@ pub enum SealError {
 }
 
 /// The named keys; the first seals, all open (so keys can rotate).
+#[derive(Clone)]
 pub struct KeyRing {
     keys: Vec<(String, ChaCha20Poly1305)>,
     ttl: Duration,

@@ -22,16 +22,19 @@ use mcpd_protocol::methods::{self as m, meta};
 use mcpd_protocol::types::{
     ClientCapabilities, Implementation, JsonObject, LoggingLevel, LoggingMessageParams,
 };
-use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
+use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 use crate::caller::Caller;
 use crate::context::{ContextParts, Peer, PeerError, RequestContext};
+use crate::dispatch::McpServer;
+use crate::feed::ChangeFeed;
+use crate::handler::CacheHints;
 use crate::listen::{ListenActor, ListenFilter};
-use crate::manager::SessionManager;
 use crate::request::RequestActor;
 use crate::sealed::KeyRing;
+use crate::stats::Stats;
 use crate::stream::{StreamItem, StreamReceiver, StreamSender};
 
 /// The per-request `_meta` claims of a 2026-07-28 request.
@@ -108,62 +111,34 @@ impl ModernMeta {
     }
 }
 
-/// `ttlMs` and `cacheScope` put on cacheable results.
-#[derive(Debug, Clone)]
-pub struct CacheHints {
-    pub ttl_ms: u64,
-    /// `public` (no per-user data) or `private`.
-    pub scope: String,
-}
-
-impl Default for CacheHints {
-    fn default() -> Self {
-        Self {
-            ttl_ms: 60_000,
-            scope: "public".into(),
-        }
-    }
-}
-
-const CACHEABLE: [&str; 6] = [
-    m::SERVER_DISCOVER,
-    m::TOOLS_LIST,
-    m::PROMPTS_LIST,
-    m::RESOURCES_LIST,
-    m::RESOURCES_TEMPLATES_LIST,
-    m::RESOURCES_READ,
-];
-
-/// Methods that may answer with an `InputRequiredResult`.
-const MRTR_METHODS: [&str; 3] = [m::TOOLS_CALL, m::PROMPTS_GET, m::RESOURCES_READ];
-
-/// Methods of the session era that 2026-07-28 removed.
-pub const REMOVED_METHODS: [&str; 5] = [
-    m::INITIALIZE,
-    m::PING,
-    m::LOGGING_SET_LEVEL,
-    m::RESOURCES_SUBSCRIBE,
-    m::RESOURCES_UNSUBSCRIBE,
-];
-
 /// The stateless era's way into core.
 pub struct Stateless {
-    manager: Arc<SessionManager>,
+    server: Arc<McpServer>,
+    stats: Arc<Stats>,
+    feed: Arc<ChangeFeed>,
     keys: KeyRing,
     cache: CacheHints,
 }
 
 impl Stateless {
-    pub fn new(manager: Arc<SessionManager>, keys: KeyRing, cache: CacheHints) -> Arc<Self> {
+    pub fn new(
+        server: Arc<McpServer>,
+        stats: Arc<Stats>,
+        feed: Arc<ChangeFeed>,
+        keys: KeyRing,
+        cache: CacheHints,
+    ) -> Arc<Self> {
         Arc::new(Self {
-            manager,
+            server,
+            stats,
+            feed,
             keys,
             cache,
         })
     }
 
     fn server_info(&self) -> Value {
-        serde_json::to_value(&self.manager.server().info).unwrap_or(Value::Null)
+        serde_json::to_value(&self.server.info).unwrap_or(Value::Null)
     }
 
     /// Adds `resultType`, server info and cache hints to a result.
@@ -177,7 +152,7 @@ impl Stateless {
                 let complete = !r.contains_key("resultType");
                 r.entry("resultType")
                     .or_insert_with(|| Value::from("complete"));
-                if complete && CACHEABLE.contains(&method) {
+                if complete && Method::parse(method).is_some_and(|m| m.info().cacheable) {
                     // A provider's own hints (already in the result) win.
                     r.entry("ttlMs")
                         .or_insert_with(|| Value::from(self.cache.ttl_ms));
@@ -204,12 +179,12 @@ impl Stateless {
 
     /// The `server/discover` result.
     pub fn discover(&self) -> Value {
-        let caps = self.manager.server().capabilities();
+        let caps = self.server.capabilities();
         let mut result = json!({
             "supportedVersions": mcpd_protocol::version::all_list(),
             "capabilities": caps,
         });
-        if let Some(i) = &self.manager.server().instructions {
+        if let Some(i) = &self.server.instructions {
             result["instructions"] = Value::from(i.clone());
         }
         self.decorate(m::SERVER_DISCOVER, Ok(result))
@@ -220,7 +195,7 @@ impl Stateless {
     /// stream (a JSON body unless something is emitted first). Dropping the
     /// receiver cancels the request. Call inside an actix arbiter.
     pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
-        let limits = &self.manager.server().limits;
+        let limits = &self.server.limits;
         let (tx, rx) = crate::stream::channel(limits.stream_buffer);
         let method = req.method.clone();
         let id = req.id.clone();
@@ -243,7 +218,7 @@ impl Stateless {
             log_level: meta.log_level,
             answers: answers.clone(),
             mrtr: mrtr.clone(),
-            may_ask: MRTR_METHODS.contains(&method.as_str()),
+            may_ask: Method::parse(&method).is_some_and(|m| m.info().may_ask),
         };
         let rctx = RequestContext::new(ContextParts {
             request_id: id.clone(),
@@ -255,10 +230,9 @@ impl Stateless {
             ask_timeout: limits.client_request_timeout,
             caller,
         });
-        let work =
-            self.manager
-                .server()
-                .dispatch(method.clone(), req.params, req.server_id, rctx.clone());
+        let work = self
+            .server
+            .dispatch(method.clone(), req.params, req.server_id, rctx.clone());
         let this = self.clone();
         let driver = {
             let mrtr = mrtr.clone();
@@ -295,7 +269,7 @@ impl Stateless {
             rctx,
             on_done,
             limits.request_timeout,
-            self.manager.stats(),
+            self.stats.clone(),
         )
         .cancel_on(closed)
         .start();
@@ -363,10 +337,10 @@ impl Stateless {
 
     /// `subscriptions/listen`: a stream of the changes the client asked for.
     pub fn listen(self: &Arc<Self>, req: Request) -> StreamReceiver {
-        let limits = &self.manager.server().limits;
+        let limits = &self.server.limits;
         let (tx, rx) = crate::stream::channel(limits.stream_buffer);
         let filter = ListenFilter::from_params(req.params.as_ref());
-        ListenActor::new(req.id, filter, tx, self.manager.clone()).start();
+        ListenActor::new(req.id, filter, tx, self.feed.clone()).start();
         rx
     }
 }

@@ -13,7 +13,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use dashmap::DashMap;
-use mcpd_core::{InitializeError, SessionHandle, SessionManager, StreamItem};
+use mcpd_core::{Node, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, ErrorObject};
 use tokio::sync::mpsc;
@@ -65,7 +65,7 @@ pub async fn connect(
         ));
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let (tx, rx) = mpsc::channel::<Bytes>(state.manager.server().limits.stream_buffer.max(1));
+    let (tx, rx) = mpsc::channel::<Bytes>(state.node.server.limits.stream_buffer.max(1));
     let endpoint = format!("{}?sessionId={id}", state.config.legacy_messages_path);
     let _ = tx.try_send(Bytes::from(format!(
         "event: endpoint\ndata: {endpoint}\n\n"
@@ -77,12 +77,12 @@ pub async fn connect(
     });
     state.legacy.map.insert(id.clone(), conn.clone());
     // Closing the connection ends the session.
-    let (manager, legacy_state) = (state.manager.clone(), state.clone());
+    let (node, legacy_state) = (state.node.clone(), state.clone());
     actix_web::rt::spawn(async move {
         tx.closed().await;
         legacy_state.legacy.map.remove(&id);
         if let Some(s) = conn.session() {
-            let _ = manager.terminate(s.id()).await;
+            let _ = node.sessions.terminate(s.id()).await;
         }
     });
     // A peer that went away is only noticed when writes fail (the second one
@@ -186,7 +186,7 @@ pub async fn message(
                 unreachable!("checked above")
             };
             state.security.admit_session(&access, state.metrics())?;
-            initialize(&state.manager, &conn, r, &access.caller).await?;
+            initialize(&state.node, &conn, r, &access.caller).await?;
         }
         (None, None) => {
             return Err(HttpError::BadRequest(
@@ -203,12 +203,12 @@ pub async fn message(
 }
 
 async fn initialize(
-    manager: &Arc<SessionManager>,
+    node: &Node,
     conn: &Connection,
     r: mcpd_protocol::jsonrpc::Request,
     caller: &mcpd_core::Caller,
 ) -> Result<(), HttpError> {
-    let answer = match manager.initialize(r.params, caller).await {
+    let answer = match node.lifecycle.initialize(r.params, caller).await {
         Ok((session, result)) => {
             let mut rx = session.open_connection().await?;
             *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
@@ -233,10 +233,8 @@ async fn initialize(
             });
             return Ok(());
         }
-        Err(InitializeError::InvalidParams(e) | InitializeError::Upstream(e)) => {
-            jsonrpc::error_response(Some(&r.id), &e)
-        }
-        Err(e) => return Err(HttpError::Unavailable(e.to_string())),
+        Err(e) if e.is_unavailable() => return Err(HttpError::Unavailable(e.to_string())),
+        Err(e) => jsonrpc::error_response(Some(&r.id), &e.to_error()),
     };
     let _ = conn
         .tx

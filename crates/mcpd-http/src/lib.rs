@@ -21,7 +21,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, Method};
 use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, HttpResponse};
-use mcpd_core::{SessionManager, Stateless};
+use mcpd_core::{Node, Stateless};
 
 pub mod error;
 pub mod guard;
@@ -82,7 +82,7 @@ impl Default for HttpConfig {
 
 /// What every handler shares.
 pub struct AppState {
-    pub manager: Arc<SessionManager>,
+    pub node: Arc<Node>,
     /// The 2026-07-28 (stateless) era, served on the same endpoint.
     pub stateless: Arc<Stateless>,
     /// Open 2024-11-05 HTTP+SSE connections.
@@ -94,12 +94,12 @@ pub struct AppState {
 
 impl AppState {
     pub fn metrics(&self) -> &mcpd_telemetry::Metrics {
-        &self.manager.server().metrics
+        &self.node.server.metrics
     }
 
     /// Counts an SSE response stream as open until its body is dropped.
     pub fn sse_opened(&self) -> mcpd_telemetry::GaugeGuard {
-        self.manager.server().metrics.sse_stream_opened()
+        self.node.server.metrics.sse_stream_opened()
     }
 }
 
@@ -198,12 +198,12 @@ async fn cors(
 /// Readiness: not shutting down, and the stores answer (with Redis: a PING
 /// within its timeout).
 async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    readiness(&state.manager).await
+    readiness(&state.node).await
 }
 
 /// The `/readyz` answer, for the main and the admin listener.
-pub async fn readiness(manager: &mcpd_core::SessionManager) -> HttpResponse {
-    match manager.readiness().await {
+pub async fn readiness(node: &Node) -> HttpResponse {
+    match node.lifecycle.readiness().await {
         Ok(()) => HttpResponse::Ok().body("ready"),
         Err(e) => HttpResponse::ServiceUnavailable()
             .insert_header(("Retry-After", "5"))

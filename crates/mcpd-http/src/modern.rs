@@ -7,12 +7,11 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use mcpd_core::stateless::REMOVED_METHODS;
 use mcpd_core::{ModernMeta, StreamItem};
 use mcpd_protocol::jsonrpc::{Body, Message, Request};
 use mcpd_protocol::methods::{self as m, meta};
 use mcpd_protocol::types::JsonObject;
-use mcpd_protocol::{version, ErrorCode, ErrorObject, ProtocolVersion};
+use mcpd_protocol::{version, ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 
 use crate::error::HttpError;
@@ -106,11 +105,8 @@ pub async fn post(
             ))
         }
         method
-            if REMOVED_METHODS.contains(&method)
-                || !state
-                    .manager
-                    .server()
-                    .answers(method, req.server_id.as_deref()) =>
+            if Method::parse(method).is_some_and(|m| !m.info().in_stateless_era())
+                || !state.node.server.answers(method, req.server_id.as_deref()) =>
         {
             Err(rpc(
                 StatusCode::NOT_FOUND,
@@ -260,7 +256,7 @@ fn check_param_headers(req: &Request, h: &HeaderMap, state: &AppState) -> Result
     let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
         return Ok(());
     };
-    let Some(tool) = state.manager.server().registry.tool(name) else {
+    let Some(tool) = state.node.server.registry.tool(name) else {
         return Ok(());
     };
     let def = tool.definition();

@@ -7,7 +7,7 @@ use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use mcpd_core::{Caller, InitializeError, ModernMeta, PostReply, SessionError, SessionHandle};
+use mcpd_core::{Caller, ModernMeta, PostReply, SessionError, SessionHandle};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
 
@@ -93,7 +93,8 @@ async fn session_of(
 ) -> Result<SessionHandle, HttpError> {
     let id = header_str(h, &SESSION_HEADER).ok_or(HttpError::MissingSession)?;
     let session = state
-        .manager
+        .node
+        .sessions
         .find(id)
         .await
         .map_err(store_unavailable)?
@@ -302,7 +303,7 @@ async fn initialize(
     let Message::Request(r) = body.into_messages().remove(0) else {
         unreachable!("checked by the caller: the body is one initialize request")
     };
-    match state.manager.initialize(r.params, caller).await {
+    match state.node.lifecycle.initialize(r.params, caller).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header(session_header(session.id()))
             .insert_header((
@@ -310,14 +311,8 @@ async fn initialize(
                 HeaderValue::from_static("application/json"),
             ))
             .body(jsonrpc::result_bytes(&r.id, &result))),
-        Err(InitializeError::InvalidParams(e) | InitializeError::Upstream(e)) => {
-            Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e)))
-        }
-        Err(
-            e @ (InitializeError::TooManySessions(_)
-            | InitializeError::Store(_)
-            | InitializeError::ShuttingDown),
-        ) => Err(HttpError::Unavailable(e.to_string())),
+        Err(e) if e.is_unavailable() => Err(HttpError::Unavailable(e.to_string())),
+        Err(e) => Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e.to_error()))),
     }
 }
 
@@ -360,7 +355,8 @@ pub async fn delete(
         session_of(&state, h, &access.caller).await?;
     }
     if state
-        .manager
+        .node
+        .sessions
         .terminate(id)
         .await
         .map_err(store_unavailable)?

@@ -8,7 +8,8 @@
 //! - [`error`]: the one table of JSON-RPC error codes mcpd uses.
 //! - [`types`]: MCP params and results (initialize, tools, resources, prompts,
 //!   completion, logging, progress, sampling, elicitation).
-//! - [`methods`]: method names as constants, so no handler spells them twice.
+//! - [`methods`]: method names as constants, and the method table
+//!   ([`Method`]): what mcpd knows about every request method.
 
 pub mod error;
 pub mod jsonrpc;
@@ -18,4 +19,5 @@ pub mod version;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use jsonrpc::{Message, ParseError, RequestId};
+pub use methods::Method;
 pub use version::ProtocolVersion;

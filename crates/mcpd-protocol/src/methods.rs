@@ -1,4 +1,9 @@
-//! MCP method names.
+//! MCP method names, and the one table of what mcpd knows about each
+//! client → server request method: which eras it belongs to, whether it
+//! needs or changes a session, whether it may ask the client, which param
+//! names its routing target (`Mcp-Name`), whether its result is cacheable,
+//! and its metric label. Everything that decides by method reads
+//! [`Method::info`]; adding a method is one variant, one row, its handler.
 
 pub const INITIALIZE: &str = "initialize";
 pub const PING: &str = "ping";
@@ -41,4 +46,175 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+}
+
+/// Which protocol eras a method belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eras {
+    /// 2025-03-26 … 2025-11-25 only (removed in 2026-07-28).
+    Session,
+    /// 2026-07-28 only.
+    Stateless,
+    /// Both eras.
+    Both,
+}
+
+/// Who answers a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    /// The lifecycle: `initialize` creates a session.
+    Lifecycle,
+    /// The session actor itself: the method reads or changes session state.
+    Session,
+    /// Core's dispatch over the catalogue (tools, resources, prompts).
+    Dispatch,
+    /// The transport: the method shapes its own response stream.
+    Transport,
+}
+
+/// What mcpd knows about one request method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodInfo {
+    pub name: &'static str,
+    pub eras: Eras,
+    pub handler: Handler,
+    /// Answered only once the session directory has the change.
+    pub changes_session: bool,
+    /// May ask the client (elicitation, sampling, roots): a server → client
+    /// request in the session era, an `InputRequiredResult` in 2026-07-28.
+    pub may_ask: bool,
+    /// The param that `Mcp-Name` mirrors (2026-07-28 routing target).
+    pub target: Option<&'static str>,
+    /// A complete 2026-07-28 result carries `ttlMs`/`cacheScope`.
+    pub cacheable: bool,
+}
+
+impl MethodInfo {
+    /// The label of the method in metrics (its name: the set is closed).
+    pub fn metric_label(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether a session-era request of this method needs a session.
+    pub fn needs_session(&self) -> bool {
+        self.handler != Handler::Lifecycle
+    }
+
+    pub fn in_session_era(&self) -> bool {
+        self.eras != Eras::Stateless
+    }
+
+    pub fn in_stateless_era(&self) -> bool {
+        self.eras != Eras::Session
+    }
+}
+
+macro_rules! method_table {
+    ($($variant:ident = $name:ident, $eras:ident, $handler:ident, changes: $changes:expr, ask: $ask:expr, target: $target:expr, cache: $cache:expr;)*) => {
+        /// Every client → server request method mcpd knows, of both eras.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Method {
+            $($variant,)*
+        }
+
+        impl Method {
+            /// Every method, in table order (also the order of metric series).
+            pub const ALL: &'static [Method] = &[$(Method::$variant,)*];
+
+            /// The method named `name`; `None` for a method mcpd does not know.
+            pub fn parse(name: &str) -> Option<Method> {
+                match name {
+                    $($name => Some(Method::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// The method's row of the table.
+            pub const fn info(self) -> &'static MethodInfo {
+                match self {
+                    $(Method::$variant => &MethodInfo {
+                        name: $name,
+                        eras: Eras::$eras,
+                        handler: Handler::$handler,
+                        changes_session: $changes,
+                        may_ask: $ask,
+                        target: $target,
+                        cacheable: $cache,
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+method_table! {
+    Initialize = INITIALIZE, Session, Lifecycle, changes: false, ask: false, target: None, cache: false;
+    Ping = PING, Session, Session, changes: false, ask: false, target: None, cache: false;
+    LoggingSetLevel = LOGGING_SET_LEVEL, Session, Session, changes: true, ask: false, target: None, cache: false;
+    ResourcesSubscribe = RESOURCES_SUBSCRIBE, Session, Session, changes: true, ask: false, target: None, cache: false;
+    ResourcesUnsubscribe = RESOURCES_UNSUBSCRIBE, Session, Session, changes: true, ask: false, target: None, cache: false;
+    ToolsList = TOOLS_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
+    ToolsCall = TOOLS_CALL, Both, Dispatch, changes: false, ask: true, target: Some("name"), cache: false;
+    ResourcesList = RESOURCES_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
+    ResourcesTemplatesList = RESOURCES_TEMPLATES_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
+    ResourcesRead = RESOURCES_READ, Both, Dispatch, changes: false, ask: true, target: Some("uri"), cache: true;
+    PromptsList = PROMPTS_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
+    PromptsGet = PROMPTS_GET, Both, Dispatch, changes: false, ask: true, target: Some("name"), cache: false;
+    CompletionComplete = COMPLETION_COMPLETE, Both, Dispatch, changes: false, ask: false, target: None, cache: false;
+    ServerDiscover = SERVER_DISCOVER, Stateless, Transport, changes: false, ask: false, target: None, cache: true;
+    SubscriptionsListen = SUBSCRIPTIONS_LISTEN, Stateless, Transport, changes: false, ask: false, target: None, cache: false;
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.info().name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_parses_back_from_its_name() {
+        for m in Method::ALL {
+            assert_eq!(Method::parse(m.info().name), Some(*m));
+        }
+        assert_eq!(Method::parse("tools/unknown"), None);
+    }
+
+    #[test]
+    fn removed_methods_are_the_session_only_ones() {
+        let removed: Vec<&str> = Method::ALL
+            .iter()
+            .filter(|m| !m.info().in_stateless_era())
+            .map(|m| m.info().name)
+            .collect();
+        assert_eq!(
+            removed,
+            [
+                INITIALIZE,
+                PING,
+                LOGGING_SET_LEVEL,
+                RESOURCES_SUBSCRIBE,
+                RESOURCES_UNSUBSCRIBE
+            ]
+        );
+    }
+
+    #[test]
+    fn routing_targets_and_questions() {
+        let info = |n| Method::parse(n).unwrap().info();
+        assert_eq!(info(TOOLS_CALL).target, Some("name"));
+        assert_eq!(info(RESOURCES_READ).target, Some("uri"));
+        assert_eq!(info(TOOLS_LIST).target, None);
+        let asking: Vec<&str> = Method::ALL
+            .iter()
+            .filter(|m| m.info().may_ask)
+            .map(|m| m.info().name)
+            .collect();
+        assert_eq!(asking, [TOOLS_CALL, RESOURCES_READ, PROMPTS_GET]);
+        assert!(!info(INITIALIZE).needs_session());
+        assert!(info(PING).needs_session());
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod trace;
 
+use mcpd_protocol::Method;
 use prometheus::{
     Counter, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
@@ -41,32 +42,13 @@ pub struct Metrics {
     /// Tools whose name is a label value (others are counted as `other`).
     tool_labels: Vec<String>,
     /// Resolved series of `rpc_requests`/`rpc_duration`, by method label
-    /// ([`KNOWN_METHODS`], then `other`), and of `tool_calls`/`tool_duration`
+    /// ([`Method::ALL`], then `other`), and of `tool_calls`/`tool_duration`
     /// by tool label (`tool_labels`, then `other`).
     method_series: Vec<OutcomeSeries>,
     tool_series: Vec<OutcomeSeries>,
     process_cpu: Counter,
     process_rss: IntGauge,
 }
-
-/// Methods counted under their own name (anything else is `other`).
-const KNOWN_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-    "server/discover",
-    "subscriptions/listen",
-];
 
 /// The outcome label values of request and tool-call counters.
 pub const OUTCOMES: [&str; 4] = ["ok", "error", "tool_error", "cancelled"];
@@ -201,10 +183,11 @@ impl Metrics {
             rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
             tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
             tool_duration: hv("mcpd_tool_call_duration_seconds", "Duration of tools/call requests by tool (configured names, else other).", &["tool"]),
-            method_series: KNOWN_METHODS
+            method_series: Method::ALL
                 .iter()
-                .chain(["other"].iter())
-                .map(|m| OutcomeSeries::new(m))
+                .map(|m| m.info().metric_label())
+                .chain(["other"])
+                .map(OutcomeSeries::new)
                 .collect(),
             tool_series: tools
                 .iter()
@@ -231,19 +214,13 @@ impl Metrics {
     /// The MCP method label: known methods by name, anything else `other`,
     /// so a client cannot grow the label set.
     pub fn method_label(method: &str) -> &'static str {
-        KNOWN_METHODS
-            .iter()
-            .find(|m| **m == method)
-            .copied()
-            .unwrap_or("other")
+        Method::parse(method).map_or("other", |m| m.info().metric_label())
     }
 
     /// The request counters and histogram of `method` (its label).
-    pub fn requests_of(&self, method: &str) -> Counted<'_> {
-        let i = KNOWN_METHODS
-            .iter()
-            .position(|m| *m == method)
-            .unwrap_or(KNOWN_METHODS.len());
+    /// `None`: a method mcpd does not know (`other`).
+    pub fn requests_of(&self, method: Option<Method>) -> Counted<'_> {
+        let i = method.map_or(Method::ALL.len(), |m| m as usize);
         Counted {
             series: &self.method_series[i],
             counters: &self.rpc_requests,

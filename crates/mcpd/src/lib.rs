@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{web, App, HttpServer};
-use mcpd_core::{McpServer, Registry, SessionManager, Stateless, Stats};
+use mcpd_core::cluster::{self, Cluster, Control, Inbox};
+use mcpd_core::sealed::KeyRing;
+use mcpd_core::{McpServer, Node, Registry, SessionTable, Stateless, Stats};
 use mcpd_http::AppState;
 use mcpd_protocol::types::Implementation;
 use mcpd_store::{
@@ -44,7 +46,7 @@ impl Running {
 
     /// Whether the configured store answers (Redis: PING).
     pub async fn check_stores(&self) -> Result<(), mcpd_core::StoreError> {
-        self.stop.manager().check_stores().await
+        self.stop.node().lifecycle.check_stores().await
     }
 
     /// The admin listener's address, when configured.
@@ -78,7 +80,7 @@ pub fn serve_with(
     extend: impl FnOnce(&Registry),
 ) -> std::io::Result<Running> {
     let Core {
-        manager,
+        node,
         stateless,
         upstreams,
     } = build(config, extend)?;
@@ -115,7 +117,7 @@ pub fn serve_with(
         separator: config.gateway.separator.clone(),
     };
     let state = web::Data::new(AppState {
-        manager: manager.clone(),
+        node: node.clone(),
         stateless,
         legacy: Default::default(),
         config: config.http(),
@@ -134,7 +136,7 @@ pub fn serve_with(
                 .map(|u| u.scopes.clone())
                 .unwrap_or_default();
             web::Data::new(AppState {
-                manager: core.manager,
+                node: core.node,
                 stateless: core.stateless,
                 legacy: Default::default(),
                 config: http,
@@ -142,10 +144,10 @@ pub fn serve_with(
             })
         })
         .collect();
-    let managers: Vec<Arc<SessionManager>> = std::iter::once(manager.clone())
-        .chain(endpoints.iter().map(|e| e.manager.clone()))
+    let nodes: Vec<Arc<Node>> = std::iter::once(node.clone())
+        .chain(endpoints.iter().map(|e| e.node.clone()))
         .collect();
-    let metrics = manager.server().metrics.clone();
+    let metrics = node.server.metrics.clone();
     let http = HttpServer::new(move || {
         let metrics = metrics.clone();
         let mut app = App::new().configure(mcpd_http::configure(state.clone()));
@@ -210,13 +212,13 @@ pub fn serve_with(
     }
     let server = http.disable_signals().run();
     let admin = match &config.admin.listen {
-        Some(addr) => Some(admin_server(addr, manager.clone())?),
+        Some(addr) => Some(admin_server(addr, node.clone())?),
         None => None,
     };
     let stop = StopHandle::new(
         server.handle(),
         admin.as_ref().map(|(_, s)| s.handle()),
-        managers,
+        nodes,
         &config.server,
     );
     Ok(Running {
@@ -249,7 +251,7 @@ type TlsStream = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::T
 
 /// The protocol core, without a transport.
 pub struct Core {
-    pub manager: Arc<SessionManager>,
+    pub node: Arc<Node>,
     pub stateless: Arc<Stateless>,
     /// Pass-through endpoints of the gateway: (upstream id, its core).
     pub upstreams: Vec<(String, Core)>,
@@ -284,7 +286,8 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
     for up in gateway.upstreams.iter().filter(|u| u.config().aggregate) {
         mcpd_gateway::catalog::aggregate(up.clone(), &server, &config.gateway.separator);
     }
-    let mut core = core_for(config, server, stats.clone())?;
+    let stores = Stores::open(config)?;
+    let mut core = core_for(config, server, stats.clone(), &stores);
     for task in background {
         actix_rt::spawn(task);
     }
@@ -318,43 +321,106 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
                 }
             }
         }));
-        let c = core_for(config, Arc::new(s), stats.clone())?;
+        let c = core_for(config, Arc::new(s), stats.clone(), &stores);
         core.upstreams.push((up.id().to_owned(), c));
     }
+    // One bus subscriber for the process: a control message names its
+    // session, which one endpoint's table holds.
+    let tables = std::iter::once(core.node.sessions.clone())
+        .chain(core.upstreams.iter().map(|(_, c)| c.node.sessions.clone()))
+        .collect();
+    stores.cluster.clone().start(Arc::new(Tables(tables)));
     Ok(core)
 }
 
-/// Stores, session manager and stateless era for `server`.
-fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>) -> std::io::Result<Core> {
-    let replica = mcpd_core::new_replica_id();
-    let (log, directory, bus): (
-        Arc<dyn EventLog>,
-        Arc<dyn SessionDirectory>,
-        Arc<dyn ControlBus>,
-    ) = match config.store.backend {
-        StoreBackend::Memory => (
-            Arc::new(MemoryEventLog::new(config.retention())),
-            Arc::new(MemorySessionDirectory::default()),
-            Arc::new(LocalBus::new(replica)),
-        ),
-        StoreBackend::Redis => {
-            let store = RedisStore::new(config.redis(), replica).map_err(|e| {
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
-            })?;
-            (store.clone(), store.clone(), Arc::new(RedisBus(store)))
+/// The stores of the process, opened once and shared by every endpoint:
+/// one store client, one bus subscriber, one replica id.
+struct Stores {
+    log: Arc<dyn EventLog>,
+    directory: Arc<dyn SessionDirectory>,
+    cluster: Arc<dyn Cluster>,
+    keys: KeyRing,
+}
+
+impl Stores {
+    fn open(config: &Config) -> std::io::Result<Self> {
+        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+        let replica = mcpd_core::new_replica_id();
+        let (log, directory, bus): (
+            Arc<dyn EventLog>,
+            Arc<dyn SessionDirectory>,
+            Arc<dyn ControlBus>,
+        ) = match config.store.backend {
+            StoreBackend::Memory => (
+                Arc::new(MemoryEventLog::new(config.retention())),
+                Arc::new(MemorySessionDirectory::default()),
+                Arc::new(LocalBus::new(replica)),
+            ),
+            StoreBackend::Redis => {
+                let store =
+                    RedisStore::new(config.redis(), replica).map_err(|e| invalid(e.to_string()))?;
+                (store.clone(), store.clone(), Arc::new(RedisBus(store)))
+            }
+        };
+        let keys = config.key_ring().map_err(|e| invalid(e.to_string()))?;
+        Ok(Self {
+            log,
+            directory,
+            cluster: cluster::build(bus),
+            keys,
+        })
+    }
+}
+
+/// Every endpoint's session table, as the one inbox of the process.
+struct Tables(Vec<Arc<SessionTable>>);
+
+impl Inbox for Tables {
+    fn deliver(&self, msg: Control) {
+        match &msg {
+            // Holders answer to End/Reload whether or not they hold it: the
+            // table that does (or the first) answers.
+            Control::End { s, .. }
+            | Control::Reload { s, .. }
+            | Control::Cancel { s, .. }
+            | Control::Answer { s, .. }
+            | Control::Wake { s, .. }
+            | Control::Tail { s, .. }
+            | Control::GetMoved { s, .. } => {
+                let t = self
+                    .0
+                    .iter()
+                    .find(|t| t.get(s).is_some())
+                    .unwrap_or(&self.0[0]);
+                t.deliver(msg);
+            }
+            Control::Ack { .. } => self.0[0].deliver(msg),
         }
-    };
-    let manager = SessionManager::new(server, log, directory, bus, stats);
-    manager.start_change_feed();
-    let keys = config
-        .key_ring()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
-    let stateless = Stateless::new(manager.clone(), keys, config.cache_hints());
-    Ok(Core {
-        manager,
+    }
+}
+
+/// The session-era and stateless-era core of one endpoint serving `server`.
+fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>, stores: &Stores) -> Core {
+    let node = Node::new(
+        server.clone(),
+        stores.log.clone(),
+        stores.directory.clone(),
+        stores.cluster.clone(),
+        stats.clone(),
+    );
+    node.start();
+    let stateless = Stateless::new(
+        server,
+        stats,
+        node.feed.clone(),
+        stores.keys.clone(),
+        config.cache_hints(),
+    );
+    Core {
+        node,
         stateless,
         upstreams: Vec::new(),
-    })
+    }
 }
 
 /// Binds the configured address, prints `mcpd listening on URL` on stdout,
@@ -457,13 +523,13 @@ pub(crate) async fn shutdown_signal() -> &'static str {
 pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
     actix_rt::System::new().block_on(async move {
         let core = build(config, extend)?;
-        if let Err(e) = core.manager.check_stores().await {
+        if let Err(e) = core.node.lifecycle.check_stores().await {
             return Err(anyhow::anyhow!(
                 "cannot reach the {:?} store: {e}",
                 config.store.backend
             ));
         }
-        stdio::serve(core.manager, config.http.max_body_bytes).await?;
+        stdio::serve(core.node, config.http.max_body_bytes).await?;
         // A read from stdin may still be parked on a blocking thread that
         // cannot be cancelled (after SIGTERM with stdin open), and dropping
         // the runtime would wait for it. Everything is written and flushed:
@@ -475,7 +541,7 @@ pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Res
 /// The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`.
 fn admin_server(
     addr: &str,
-    manager: Arc<SessionManager>,
+    node: Arc<Node>,
 ) -> std::io::Result<(std::net::SocketAddr, actix_web::dev::Server)> {
     use actix_web::{web, HttpResponse};
     let listener = TcpListener::bind(addr).map_err(|e| {
@@ -485,17 +551,17 @@ fn admin_server(
         )
     })?;
     let local = listener.local_addr()?;
-    let state = web::Data::new(manager);
+    let state = web::Data::new(node);
     let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .route(
                 "/metrics",
-                web::get().to(|m: web::Data<Arc<SessionManager>>| async move {
-                    m.sync_metrics();
+                web::get().to(|n: web::Data<Arc<Node>>| async move {
+                    n.sync_metrics();
                     HttpResponse::Ok()
                         .content_type("text/plain; version=0.0.4; charset=utf-8")
-                        .body(m.server().metrics.render())
+                        .body(n.server.metrics.render())
                 }),
             )
             .route(
@@ -504,9 +570,8 @@ fn admin_server(
             )
             .route(
                 "/readyz",
-                web::get().to(|m: web::Data<Arc<SessionManager>>| async move {
-                    mcpd_http::readiness(&m).await
-                }),
+                web::get()
+                    .to(|n: web::Data<Arc<Node>>| async move { mcpd_http::readiness(&n).await }),
             )
     })
     .workers(1)

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
-use mcpd_core::SessionManager;
+use mcpd_core::Node;
 use tokio::sync::watch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct StopHandle {
     http: ServerHandle,
     admin: Option<ServerHandle>,
     /// The main endpoint's first, then the gateway's pass-through endpoints'.
-    managers: Vec<Arc<SessionManager>>,
+    nodes: Vec<Arc<Node>>,
     delay: Duration,
     grace: Duration,
     phase: Arc<watch::Sender<Phase>>,
@@ -49,13 +49,13 @@ impl StopHandle {
     pub(crate) fn new(
         http: ServerHandle,
         admin: Option<ServerHandle>,
-        managers: Vec<Arc<SessionManager>>,
+        nodes: Vec<Arc<Node>>,
         server: &crate::config::ServerSection,
     ) -> Self {
         Self {
             http,
             admin,
-            managers,
+            nodes,
             delay: Duration::from_secs(server.shutdown_delay_secs),
             grace: Duration::from_secs(server.shutdown_grace_secs),
             phase: Arc::new(watch::channel(Phase::Serving).0),
@@ -63,8 +63,8 @@ impl StopHandle {
     }
 
     /// The main endpoint's session manager.
-    pub(crate) fn manager(&self) -> &Arc<SessionManager> {
-        &self.managers[0]
+    pub(crate) fn node(&self) -> &Arc<Node> {
+        &self.nodes[0]
     }
 
     /// `graceful` (SIGTERM): the steps of the module docs. Not graceful:
@@ -78,9 +78,9 @@ impl StopHandle {
             }
             first
         });
-        for m in &self.managers {
-            m.begin_shutdown();
-            m.shutdown_streams();
+        for n in &self.nodes {
+            n.lifecycle.begin_shutdown();
+            n.feed.end_listeners();
         }
         if !graceful {
             self.http.stop(false).await;
@@ -97,8 +97,8 @@ impl StopHandle {
         tokio::time::sleep(self.delay).await;
         tracing::info!("closing the listener; open GET streams are handed to other replicas");
         let http = self.http.stop(true);
-        for m in &self.managers {
-            m.release_streams(true);
+        for n in &self.nodes {
+            n.sessions.release_streams(true);
         }
         let deadline = tokio::time::Instant::now() + self.grace;
         while self.in_flight() > 0 && tokio::time::Instant::now() < deadline {
@@ -111,8 +111,8 @@ impl StopHandle {
                 "shutdown grace period over: the streams of requests still running are closed with a retry hint"
             );
         }
-        for m in &self.managers {
-            m.release_streams(false);
+        for n in &self.nodes {
+            n.sessions.release_streams(false);
         }
         http.await;
         if let Some(admin) = &self.admin {
@@ -129,6 +129,6 @@ impl StopHandle {
 
     fn in_flight(&self) -> usize {
         // One `Stats` is shared by every endpoint of the process.
-        self.manager().stats().in_flight_requests()
+        self.node().stats.in_flight_requests()
     }
 }

@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mcpd_core::{InitializeError, SessionHandle, SessionManager, StreamItem};
+use mcpd_core::{Node, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 /// Serves stdin/stdout until EOF or a signal. Call inside an actix system.
-pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Result<()> {
+pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
     let (out, mut out_rx) = mpsc::channel::<Bytes>(1024);
     // One writer: lines never interleave.
     let writer = actix_rt::spawn(async move {
@@ -86,7 +86,11 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                 for m in messages {
                     match m {
                         Message::Request(r) if r.method == methods::INITIALIZE => {
-                            match manager.initialize(r.params, &Default::default()).await {
+                            match node
+                                .lifecycle
+                                .initialize(r.params, &Default::default())
+                                .await
+                            {
                                 Ok((s, result)) => {
                                     let response = jsonrpc::result_bytes(&r.id, &result);
                                     let _ = out.send(Bytes::from(response)).await;
@@ -96,19 +100,9 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
                                     );
                                     session = Some(s);
                                 }
-                                Err(
-                                    InitializeError::InvalidParams(e)
-                                    | InitializeError::Upstream(e),
-                                ) => send(&out, jsonrpc::error_response(Some(&r.id), &e)).await,
                                 Err(e) => {
-                                    send(
-                                        &out,
-                                        jsonrpc::error_response(
-                                            Some(&r.id),
-                                            &ErrorObject::internal(e.to_string()),
-                                        ),
-                                    )
-                                    .await
+                                    let e = e.to_error();
+                                    send(&out, jsonrpc::error_response(Some(&r.id), &e)).await
                                 }
                             }
                         }
@@ -129,7 +123,7 @@ pub async fn serve(manager: Arc<SessionManager>, max_line: usize) -> std::io::Re
         }
     }
     if let Some(s) = session {
-        let _ = manager.terminate(s.id()).await;
+        let _ = node.sessions.terminate(s.id()).await;
     }
     drop(out);
     // Let queued lines drain (each is flushed as it is written), but do not

@@ -11,7 +11,49 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::context::{Peer, PeerError};
-use crate::session::{Ask, AskTimedOut, Emit, Log, Release, SessionActor};
+use mcpd_protocol::{ErrorObject, RequestId};
+
+use super::SessionActor;
+
+// --- what a request actor sends its session ---
+
+#[derive(Message)]
+#[rtype(result = "Result<(), PeerError>")]
+pub(crate) struct Emit {
+    pub key: u64,
+    pub stream: Arc<str>,
+    pub message: Value,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), PeerError>")]
+pub(crate) struct Log {
+    pub key: u64,
+    pub stream: Arc<str>,
+    pub params: LoggingMessageParams,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<RequestId, PeerError>")]
+pub(crate) struct Ask {
+    pub key: u64,
+    pub stream: Arc<str>,
+    pub method: &'static str,
+    pub params: Value,
+    pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct AskTimedOut {
+    pub id: RequestId,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Release {
+    pub stream: Arc<str>,
+}
 
 pub(crate) struct SessionPeer {
     session: Addr<SessionActor>,

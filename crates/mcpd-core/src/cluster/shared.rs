@@ -1,0 +1,275 @@
+//! Replicas that share a store: control messages over its bus, ownership
+//! records (who runs a request, who holds a session or its GET connection)
+//! in its keys.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use dashmap::DashMap;
+use mcpd_protocol::jsonrpc::Response;
+use mcpd_protocol::RequestId;
+use mcpd_store::{BusTarget, ControlBus, StoreError};
+use tokio::sync::mpsc;
+
+use super::{Cluster, Control, Inbox};
+use crate::stream::GET_STREAM;
+
+pub struct Shared {
+    bus: Arc<dyn ControlBus>,
+    /// Announcements waiting for holders' acknowledgements.
+    acks: DashMap<u64, mpsc::Sender<()>>,
+}
+
+impl Shared {
+    pub fn new(bus: Arc<dyn ControlBus>) -> Self {
+        Self {
+            bus,
+            acks: DashMap::new(),
+        }
+    }
+
+    /// Sends `make(ack)` to each of `holders` and waits for their
+    /// acknowledgements, at most one second (a holder that died meanwhile
+    /// must not block the client).
+    async fn tell_holders(&self, holders: Vec<String>, make: impl Fn(u64) -> Control) {
+        if holders.is_empty() {
+            return;
+        }
+        let ack = rand_u64();
+        let (tx, mut rx) = mpsc::channel(holders.len());
+        self.acks.insert(ack, tx);
+        for h in &holders {
+            if let Err(e) = self
+                .bus
+                .publish(BusTarget::Replica(h), make(ack).to_bytes())
+                .await
+            {
+                tracing::warn!(error = %e, replica = %h, "announcement not sent");
+            }
+        }
+        let wait = async {
+            for _ in 0..holders.len() {
+                if rx.recv().await.is_none() {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(1), wait)
+            .await
+            .is_err()
+        {
+            tracing::warn!(holders = ?holders, "not every replica acknowledged within 1 s");
+        }
+        self.acks.remove(&ack);
+    }
+
+    /// Records `what` of `session` as held by `replica` (or by none), in
+    /// the background.
+    fn set_owner(&self, session: &str, what: String, replica: Option<String>) {
+        let (bus, session) = (self.bus.clone(), session.to_owned());
+        tokio::spawn(async move {
+            let _ = bus.set_owner(&session, &what, replica.as_deref()).await;
+        });
+    }
+}
+
+#[async_trait]
+impl Cluster for Shared {
+    fn replica(&self) -> &str {
+        self.bus.replica()
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn start(self: Arc<Self>, inbox: Arc<dyn Inbox>) {
+        let (tx, mut rx) = mpsc::channel::<Bytes>(4096);
+        self.bus.start(tx);
+        let this = Arc::downgrade(&self);
+        // On the actix arbiter: the inbox may start actor-side work.
+        actix::spawn(async move {
+            while let Some(bytes) = rx.recv().await {
+                let Some(this) = this.upgrade() else { return };
+                let Ok(msg) = serde_json::from_slice::<Control>(&bytes) else {
+                    tracing::warn!("control bus: unreadable message ignored");
+                    continue;
+                };
+                match msg {
+                    Control::Ack { ack } => this.acked(ack),
+                    msg => inbox.deliver(msg),
+                }
+            }
+        });
+    }
+
+    fn publish(&self, to: Option<&str>, msg: Control) {
+        let (bus, to) = (self.bus.clone(), to.map(str::to_owned));
+        tokio::spawn(async move {
+            let target = match &to {
+                Some(r) => BusTarget::Replica(r),
+                None => BusTarget::All,
+            };
+            if let Err(e) = bus.publish(target, msg.to_bytes()).await {
+                tracing::warn!(error = %e, "control message not sent");
+            }
+        });
+    }
+
+    async fn register_holder(&self, session: &str) -> Result<(), StoreError> {
+        let me = self.bus.replica();
+        self.bus
+            .set_owner(session, &format!("h:{me}"), Some(me))
+            .await
+    }
+
+    async fn holders(&self, session: &str) -> Vec<String> {
+        self.bus.holders(session).await.unwrap_or_default()
+    }
+
+    async fn end_everywhere(&self, session: &str, holders: Vec<String>) {
+        let from = self.replica().to_owned();
+        self.tell_holders(holders, |ack| Control::End {
+            s: session.to_owned(),
+            from: from.clone(),
+            ack,
+        })
+        .await;
+    }
+
+    async fn reload_everywhere(&self, session: &str) {
+        let holders = self.holders(session).await;
+        let from = self.replica().to_owned();
+        self.tell_holders(holders, |ack| Control::Reload {
+            s: session.to_owned(),
+            from: from.clone(),
+            ack,
+        })
+        .await;
+    }
+
+    fn acked(&self, ack: u64) {
+        if let Some(tx) = self.acks.get(&ack) {
+            let _ = tx.try_send(());
+        }
+    }
+
+    fn own(&self, session: &str, id: &RequestId) {
+        self.set_owner(session, owner_key(id), Some(self.replica().to_owned()));
+    }
+
+    fn disown(&self, session: &str, id: &RequestId) {
+        self.set_owner(session, owner_key(id), None);
+    }
+
+    fn cancel_elsewhere(&self, session: &str, id: RequestId) {
+        let (bus, session) = (self.bus.clone(), session.to_owned());
+        tokio::spawn(async move {
+            if let Ok(Some(owner)) = bus.owner(&session, &owner_key(&id)).await {
+                if owner != bus.replica() {
+                    let msg = Control::Cancel { s: session, id };
+                    let _ = bus
+                        .publish(BusTarget::Replica(&owner), msg.to_bytes())
+                        .await;
+                }
+            }
+        });
+    }
+
+    fn question_id(&self, n: i64) -> RequestId {
+        // Names this replica, so an answer landing elsewhere finds its way back.
+        RequestId::Str(format!("{}-{n}", self.replica()))
+    }
+
+    fn route_answer(&self, session: &str, r: Response) -> Result<(), Response> {
+        let Some(replica) = asked_by(&r.id).filter(|rep| *rep != self.replica()) else {
+            return Err(r);
+        };
+        let replica = replica.to_owned();
+        let msg = Control::Answer {
+            s: session.to_owned(),
+            id: r.id,
+            outcome: r.outcome,
+        };
+        self.publish(Some(&replica), msg);
+        Ok(())
+    }
+
+    async fn is_alive(&self, replica: &str) -> Option<bool> {
+        self.bus.is_alive(replica).await.ok()
+    }
+
+    fn claim_get(&self, session: &str) {
+        let (bus, session, me) = (
+            self.bus.clone(),
+            session.to_owned(),
+            self.replica().to_owned(),
+        );
+        tokio::spawn(async move {
+            let _ = bus.set_owner(&session, "g", Some(&me)).await;
+            let msg = Control::GetMoved { s: session, to: me };
+            let _ = bus.publish(BusTarget::All, msg.to_bytes()).await;
+        });
+    }
+
+    fn wake(&self, session: &str, replica: &str, stream: &str) {
+        let msg = Control::Wake {
+            s: session.to_owned(),
+            stream: stream.to_owned(),
+        };
+        let (bus, replica) = (self.bus.clone(), replica.to_owned());
+        tokio::spawn(async move {
+            if let Err(e) = bus
+                .publish(BusTarget::Replica(&replica), msg.to_bytes())
+                .await
+            {
+                tracing::warn!(error = %e, "wake-up not sent");
+            }
+        });
+    }
+
+    fn wake_get_holder(&self, session: &str) {
+        // Not known here yet (a rebuilt copy): ask the store.
+        let (bus, session) = (self.bus.clone(), session.to_owned());
+        tokio::spawn(async move {
+            if let Ok(Some(o)) = bus.owner(&session, "g").await {
+                if o != bus.replica() {
+                    let msg = Control::Wake {
+                        s: session,
+                        stream: GET_STREAM.into(),
+                    };
+                    let _ = bus.publish(BusTarget::Replica(&o), msg.to_bytes()).await;
+                }
+            }
+        });
+    }
+
+    fn tail(&self, session: &str, owner: &str, stream: &str) {
+        let msg = Control::Tail {
+            s: session.to_owned(),
+            stream: stream.to_owned(),
+            reader: self.replica().to_owned(),
+        };
+        self.publish(Some(owner), msg);
+    }
+}
+
+/// The ownership-hash field of client request `id`.
+fn owner_key(id: &RequestId) -> String {
+    format!("r:{}", serde_json::to_string(id).unwrap_or_default())
+}
+
+/// The replica that asked question `id` (ids are `<replica>-<n>`).
+fn asked_by(id: &RequestId) -> Option<&str> {
+    match id {
+        RequestId::Str(s) => s.rsplit_once('-').map(|(r, _)| r),
+        RequestId::Int(_) => None,
+    }
+}
+
+fn rand_u64() -> u64 {
+    let b = *uuid::Uuid::new_v4().as_bytes();
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}

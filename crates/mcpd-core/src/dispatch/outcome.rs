@@ -1,0 +1,116 @@
+//! What every request leaves behind: its span, its metrics (in flight,
+//! outcome, duration; per tool for `tools/call`) and, when configured, an
+//! audit line per tool call.
+
+use std::sync::Arc;
+
+use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::Method;
+use mcpd_telemetry::Metrics;
+use serde_json::Value;
+
+use crate::context::RequestContext;
+
+/// The span of one JSON-RPC request: a child of the current span (the HTTP
+/// request's), or of the client's trace when `params._meta` carries a W3C
+/// `traceparent`.
+pub(super) fn request_span(
+    method: &str,
+    params: Option<&JsonObject>,
+    ctx: &RequestContext,
+) -> tracing::Span {
+    if !mcpd_telemetry::trace::spans_wanted() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        "mcp.request",
+        otel.name = %method,
+        otel.kind = "server",
+        mcp.method = %method,
+        mcp.session_id = ctx.session_id().unwrap_or(""),
+        jsonrpc.id = %ctx.request_id()
+    );
+    if let Some(meta) = params.and_then(|p| p.get("_meta")) {
+        let field = |k: &str| meta.get(k).and_then(Value::as_str);
+        mcpd_telemetry::trace::continue_trace(&span, field("traceparent"), field("tracestate"));
+    }
+    span
+}
+
+/// What the audit line of a tool call names (never its arguments).
+pub(super) struct Audit {
+    pub principal: Option<Arc<str>>,
+    pub session: Option<Box<str>>,
+    pub request: Box<str>,
+    pub tool: Box<str>,
+}
+
+impl Outcome {
+    fn audit(&mut self, outcome: &str) {
+        if let Some(a) = self.audit.take() {
+            tracing::info!(
+                target: "mcpd::audit",
+                principal = a.principal.as_deref().unwrap_or("anonymous"),
+                session = a.session.as_deref().unwrap_or(""),
+                jsonrpc.id = %a.request,
+                tool = %a.tool,
+                outcome,
+                duration_ms = self.start.elapsed().as_millis() as u64,
+                "tool call"
+            );
+        }
+    }
+}
+
+/// Counts one request: in flight while alive, then its outcome and duration.
+pub(super) struct Outcome {
+    metrics: Arc<Metrics>,
+    /// `None`: a method mcpd does not know.
+    method: Option<Method>,
+    /// The `tool` label of a `tools/call`.
+    tool: Option<Box<str>>,
+    pub audit: Option<Audit>,
+    start: std::time::Instant,
+    done: bool,
+}
+
+impl Outcome {
+    pub fn start(metrics: Arc<Metrics>, method: Option<Method>, tool: Option<Box<str>>) -> Self {
+        metrics.requests_in_flight.inc();
+        Self {
+            metrics,
+            method,
+            tool,
+            audit: None,
+            start: std::time::Instant::now(),
+            done: false,
+        }
+    }
+
+    pub fn finish(&mut self, outcome: &str) {
+        self.done = true;
+        self.audit(outcome);
+        let requests = self.metrics.requests_of(self.method);
+        requests.outcome(outcome);
+        let seconds = self.start.elapsed().as_secs_f64();
+        requests.observe(seconds);
+        if let Some(tool) = &self.tool {
+            let calls = self.metrics.tool_calls_of(tool);
+            calls.outcome(outcome);
+            calls.observe(seconds);
+        }
+    }
+}
+
+impl Drop for Outcome {
+    fn drop(&mut self) {
+        self.metrics.requests_in_flight.dec();
+        if !self.done {
+            self.audit("cancelled");
+            self.metrics.requests_of(self.method).outcome("cancelled");
+            if let Some(tool) = &self.tool {
+                self.metrics.tool_calls_of(tool).outcome("cancelled");
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! One mcpd process's core, wired once: the server (catalogue, limits,
+//! dispatch), the session table, the change feed, the cluster and the
+//! lifecycle. Transports hold an `Arc<Node>` and reach each part by name.
+
+use std::sync::Arc;
+
+use mcpd_store::{EventLog, SessionDirectory};
+use tokio::sync::broadcast;
+
+use crate::cluster::Cluster;
+use crate::dispatch::McpServer;
+use crate::feed::ChangeFeed;
+use crate::lifecycle::Lifecycle;
+use crate::sessions::SessionTable;
+use crate::stats::Stats;
+
+pub struct Node {
+    pub server: Arc<McpServer>,
+    pub sessions: Arc<SessionTable>,
+    pub feed: Arc<ChangeFeed>,
+    pub cluster: Arc<dyn Cluster>,
+    pub lifecycle: Lifecycle,
+    pub log: Arc<dyn EventLog>,
+    pub stats: Arc<Stats>,
+}
+
+impl Node {
+    pub fn new(
+        server: Arc<McpServer>,
+        log: Arc<dyn EventLog>,
+        directory: Arc<dyn SessionDirectory>,
+        cluster: Arc<dyn Cluster>,
+        stats: Arc<Stats>,
+    ) -> Arc<Self> {
+        // Exported at 0 from the start, so alerts see the series.
+        server
+            .metrics
+            .event_log_errors
+            .with_label_values(&[log.backend()]);
+        let feed = ChangeFeed::new();
+        let sessions = SessionTable::new(
+            server.clone(),
+            log.clone(),
+            directory.clone(),
+            cluster.clone(),
+            feed.clone(),
+            stats.clone(),
+        );
+        let lifecycle = Lifecycle::new(
+            server.clone(),
+            sessions.clone(),
+            log.clone(),
+            directory,
+            cluster.clone(),
+        );
+        Arc::new(Self {
+            server,
+            sessions,
+            feed,
+            cluster,
+            lifecycle,
+            log,
+            stats,
+        })
+    }
+
+    /// This replica's id.
+    pub fn replica(&self) -> &str {
+        self.cluster.replica()
+    }
+
+    /// Forwards catalogue changes to sessions and listeners. Call once,
+    /// inside a runtime. (The cluster's control loop is started once per
+    /// process, with every endpoint's session table: see
+    /// [`crate::cluster::Cluster::start`].)
+    pub fn start(self: &Arc<Self>) {
+        let mut rx = self.server.registry.subscribe_changes();
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let change = match rx.recv().await {
+                    Ok(c) => c,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(
+                            "change feed lagged: {n} catalogue changes were not announced"
+                        );
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(this) = this.upgrade() else { return };
+                this.feed.announce(change, &*this.sessions);
+            }
+        });
+    }
+
+    /// Brings counters kept outside the registry up to date (call before
+    /// rendering the metrics).
+    pub fn sync_metrics(&self) {
+        let m = &self.server.metrics;
+        let seen = self.sessions.overloads();
+        if seen > m.mailbox_overloads.get() {
+            m.mailbox_overloads.inc_by(seen - m.mailbox_overloads.get());
+        }
+        let failures = self.log.failures();
+        if failures > m.redis_errors.get() {
+            m.redis_errors.inc_by(failures - m.redis_errors.get());
+        }
+    }
+}
+
+/// A fresh replica id: unique per process start, short enough to embed in
+/// ids sent to clients.
+pub fn new_replica_id() -> String {
+    let mut s = uuid::Uuid::new_v4().simple().to_string();
+    s.truncate(12);
+    s
+}

@@ -1,0 +1,137 @@
+//! The session actor carries out what its streams ask for: appends to the
+//! event log, reads from it, and messages to other replicas. The actor
+//! waits for appends and reads (`ctx.wait`) before it handles its next
+//! message, so events keep their order and a resumption never races an
+//! append.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use super::SessionActor;
+use crate::streams::{Batch, Effect, Purpose};
+
+/// How often a replica checks that the one serving a resumed stream lives.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+// === impl SessionActor ===
+
+impl SessionActor {
+    /// Carries out every queued effect of the streams, then appends what
+    /// they queued to send.
+    pub(super) fn drive(&mut self, ctx: &mut Context<Self>) {
+        for effect in self.streams.take_effects() {
+            self.carry_out(effect, ctx);
+        }
+        if let Some(batch) = self.streams.flush() {
+            self.append(batch, ctx);
+        }
+    }
+
+    fn carry_out(&mut self, effect: Effect, ctx: &mut Context<Self>) {
+        let cluster = &self.env.cluster;
+        match effect {
+            Effect::Read {
+                stream,
+                purpose,
+                check_owner,
+            } => self.read(stream, purpose, check_owner, ctx),
+            Effect::ClaimGet => cluster.claim_get(&self.id),
+            Effect::Wake { replica, stream } => cluster.wake(&self.id, &replica, &stream),
+            Effect::WakeGetHolder => cluster.wake_get_holder(&self.id),
+            Effect::Tail { owner, stream } => cluster.tail(&self.id, &owner, &stream),
+            Effect::Watch => self.watch(ctx),
+        }
+    }
+
+    fn append(&mut self, batch: Batch, ctx: &mut Context<Self>) {
+        let entries = batch.entries();
+        let (log, session, metrics) = (
+            self.env.log.clone(),
+            self.id.clone(),
+            self.env.server.metrics.clone(),
+        );
+        let work = async move {
+            let started = std::time::Instant::now();
+            let seqs = if entries.is_empty() {
+                Ok(Vec::new())
+            } else {
+                log.append_batch(&session, entries).await
+            };
+            let backend = log.backend();
+            metrics
+                .event_log_append
+                .with_label_values(&[backend])
+                .observe(started.elapsed().as_secs_f64());
+            if let Err(e) = &seqs {
+                metrics.event_log_errors.with_label_values(&[backend]).inc();
+                // Still delivered, but without ids: the client cannot resume past them.
+                tracing::error!(session = %session, error = %e, "event log append failed; events sent without ids");
+            }
+            seqs
+        };
+        ctx.wait(
+            actix::fut::wrap_future::<_, Self>(work).map(move |seqs, act, ctx| {
+                act.streams.appended(batch, seqs);
+                act.drive(ctx);
+            }),
+        );
+    }
+
+    fn read(
+        &mut self,
+        stream: Arc<str>,
+        purpose: Purpose,
+        check_owner: bool,
+        ctx: &mut Context<Self>,
+    ) {
+        let (log, cluster, session, key) = (
+            self.env.log.clone(),
+            self.env.cluster.clone(),
+            self.id.clone(),
+            stream.clone(),
+        );
+        let work = async move {
+            let events = log.retained(&session, &key).await;
+            let mut alive = false;
+            if let (true, Ok(events)) = (check_owner, &events) {
+                if let Some(owner) = crate::streams::owner_named(events) {
+                    if owner != cluster.replica() {
+                        alive = cluster.is_alive(&owner).await.unwrap_or(false);
+                    }
+                }
+            }
+            (events, alive)
+        };
+        ctx.wait(
+            actix::fut::wrap_future::<_, Self>(work).map(move |(events, alive), act, ctx| {
+                act.streams.read_done(stream, purpose, events, alive);
+                act.drive(ctx);
+            }),
+        );
+    }
+
+    /// Checks now and then that the replicas serving resumed streams are
+    /// alive; a dead one's requests are answered with an error, never left
+    /// hanging. One check per session, started by its first such stream.
+    fn watch(&mut self, ctx: &mut Context<Self>) {
+        if std::mem::replace(&mut self.watching, true) {
+            return;
+        }
+        ctx.run_interval(WATCH_EVERY, |act, ctx| {
+            for (stream, owner) in act.streams.foreign_owners() {
+                let cluster = act.env.cluster.clone();
+                let work = async move { cluster.is_alive(&owner).await.unwrap_or(true) };
+                ctx.spawn(
+                    actix::fut::wrap_future::<_, Self>(work).map(move |alive, act, ctx| {
+                        if !alive && act.streams.is_foreign(&stream) {
+                            act.streams.owner_died(stream);
+                            act.drive(ctx);
+                        }
+                    }),
+                );
+            }
+        });
+    }
+}

@@ -1,0 +1,76 @@
+//! What the session directory keeps of a session: everything needed to
+//! rebuild its actor in another process.
+
+use std::collections::BTreeSet;
+
+use mcpd_protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
+use mcpd_protocol::ProtocolVersion;
+
+/// What the session directory keeps of a session: everything needed to
+/// rebuild its actor in another process.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    pub version: ProtocolVersion,
+    pub client_capabilities: ClientCapabilities,
+    pub client_info: Implementation,
+    /// `None` until `logging/setLevel`: then everything from `info` up is sent.
+    pub log_level: Option<LoggingLevel>,
+    pub subscriptions: BTreeSet<String>,
+    /// The principal that created the session (when auth is on); only it
+    /// may use the session.
+    pub owner: Option<String>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RecordWire {
+    v: String,
+    caps: ClientCapabilities,
+    info: Implementation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    level: Option<LoggingLevel>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    subs: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    own: Option<String>,
+}
+
+impl SessionRecord {
+    pub fn new(
+        version: ProtocolVersion,
+        client_capabilities: ClientCapabilities,
+        client_info: Implementation,
+    ) -> Self {
+        Self {
+            version,
+            client_capabilities,
+            client_info,
+            log_level: None,
+            subscriptions: BTreeSet::new(),
+            owner: None,
+        }
+    }
+
+    pub fn to_bytes(&self) -> bytes::Bytes {
+        let wire = RecordWire {
+            v: self.version.as_str().to_owned(),
+            caps: self.client_capabilities.clone(),
+            info: self.client_info.clone(),
+            level: self.log_level,
+            subs: self.subscriptions.clone(),
+            own: self.owner.clone(),
+        };
+        bytes::Bytes::from(serde_json::to_vec(&wire).unwrap_or_default())
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let w: RecordWire = serde_json::from_slice(bytes).ok()?;
+        Some(Self {
+            version: ProtocolVersion::parse_supported(&w.v)?,
+            client_capabilities: w.caps,
+            client_info: w.info,
+            log_level: w.level,
+            subscriptions: w.subs,
+            owner: w.own,
+        })
+    }
+}

@@ -1,0 +1,334 @@
+//! Client requests in a session: the ones the session answers itself
+//! (the method table's [`Handler::Session`] methods), the ones it hands to a
+//! request actor, cancellations, and the client's answers to the
+//! questions a request asked it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use mcpd_protocol::jsonrpc::{self, Notification, Request, Response};
+use mcpd_protocol::methods::{self as m, Handler as By};
+use mcpd_protocol::types::{
+    parse_params, CancelledParams, JsonObject, LoggingLevel, SetLevelParams, UriParams,
+};
+use mcpd_protocol::{ErrorCode, ErrorObject, Method, RequestId};
+use serde_json::Value;
+
+use super::peer::{Ask, AskTimedOut, Emit, Log, Release, SessionPeer};
+use super::{InFlight, Outgoing, SessionActor};
+use crate::caller::Caller;
+use crate::context::{ContextParts, PeerError, RequestContext};
+use crate::request::{report_to, Cancel, RequestActor, RequestDone};
+
+// === impl SessionActor ===
+
+impl SessionActor {
+    pub(super) fn handle_notification(&mut self, n: Notification) {
+        // initialized, roots/list_changed and unknown notifications need nothing.
+        if n.method != m::NOTIFICATION_CANCELLED {
+            return;
+        }
+        // Invalid or unknown cancellations are ignored silently (spec).
+        let Ok(p) = parse_params::<CancelledParams>(n.params.as_ref()) else {
+            return;
+        };
+        if !self.cancel_local(&p.request_id) {
+            // Not running here: maybe on another replica.
+            self.env.cluster.cancel_elsewhere(&self.id, p.request_id);
+        }
+    }
+
+    /// Cancels a request running here; false when there is none.
+    pub(super) fn cancel_local(&mut self, id: &RequestId) -> bool {
+        let Some(req) = self.requests.remove(id) else {
+            return false;
+        };
+        tracing::debug!(session = %self.id, id = %id, "request cancelled by client");
+        // `do_send`: a request actor is sent nothing but this one `Cancel`.
+        req.actor.do_send(Cancel);
+        self.streams.request_ended(&req.stream, None);
+        self.env.cluster.disown(&self.id, id);
+        true
+    }
+
+    pub(super) fn handle_response(&mut self, r: Response) {
+        if let Some(o) = self.outgoing.remove(&r.id) {
+            let _ = o.reply.send(r.outcome);
+            return;
+        }
+        // Our question ids name the replica that asked: route it there.
+        if let Err(r) = self.env.cluster.route_answer(&self.id, r) {
+            tracing::debug!(session = %self.id, id = %r.id, "answer to no pending server request");
+        }
+    }
+
+    /// What the session does with `r` before any request actor: answer
+    /// it (its own methods, and refusals), save a change of session state
+    /// (the table's `changes_session` methods), or neither.
+    fn first_look(&mut self, r: &Request, stream: &Arc<str>, ctx: &mut Context<Self>) -> FirstLook {
+        let params = r.params.as_ref();
+        let answer = |outcome| FirstLook::Answer(outcome);
+        match Method::parse(&r.method).map(|m| (m, m.info().handler)) {
+            Some((_, By::Lifecycle)) => answer(Err(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                "Session already initialized: send initialize without Mcp-Session-Id to start a new session",
+            ))),
+            Some((Method::Ping, _)) => answer(Ok(empty())),
+            Some((Method::LoggingSetLevel, _)) => match parse_params::<SetLevelParams>(params) {
+                Ok(p) => {
+                    self.record.log_level = Some(p.level);
+                    self.save_then_answer(r.id.clone(), stream, ctx)
+                }
+                Err(e) => answer(Err(e)),
+            },
+            Some((Method::ResourcesSubscribe, _)) => match parse_params::<UriParams>(params) {
+                Ok(p) => {
+                    self.env.feed.subscribe(&p.uri, &self.id);
+                    self.record.subscriptions.insert(p.uri);
+                    self.save_then_answer(r.id.clone(), stream, ctx)
+                }
+                Err(e) => answer(Err(e)),
+            },
+            Some((Method::ResourcesUnsubscribe, _)) => match parse_params::<UriParams>(params) {
+                Ok(p) => {
+                    self.env.feed.unsubscribe(&p.uri, &self.id);
+                    self.record.subscriptions.remove(&p.uri);
+                    self.save_then_answer(r.id.clone(), stream, ctx)
+                }
+                Err(e) => answer(Err(e)),
+            },
+            _ if self.requests.contains_key(&r.id) => answer(Err(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("Request id {} is already in use by a request in flight", r.id),
+            ))),
+            _ if !self.env.server.answers(&r.method, r.server_id.as_deref()) => {
+                answer(Err(ErrorObject::method_not_found(&r.method)))
+            }
+            _ => match self.over_in_flight_limit() {
+                Some(e) => answer(Err(e)),
+                None => FirstLook::Run,
+            },
+        }
+    }
+
+    fn over_in_flight_limit(&self) -> Option<ErrorObject> {
+        let limit = self.env.server.limits.max_in_flight_per_session;
+        (self.requests.len() >= limit).then(|| {
+            ErrorObject::new(
+                ErrorCode::OVERLOADED,
+                format!(
+                    "Too many requests in flight for this session (limit {limit}); retry when some finish"
+                ),
+            )
+            .with_data(serde_json::json!({ "retryAfterMs": 1000 }))
+        })
+    }
+
+    /// Starts one client request on `stream`.
+    pub(super) fn start_request(
+        &mut self,
+        r: Request,
+        stream: &Arc<str>,
+        caller: &Caller,
+        ctx: &mut Context<Self>,
+    ) {
+        match self.first_look(&r, stream, ctx) {
+            FirstLook::Answer(outcome) => {
+                let msg = jsonrpc::outcome_bytes(&r.id, &outcome);
+                self.streams.request_ended(stream, Some(msg.into()));
+                return;
+            }
+            FirstLook::Saving => return, // answered once saved
+            FirstLook::Run => {}
+        }
+        self.next_request_key += 1;
+        let key = self.next_request_key;
+        let progress_token = r
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|meta| meta.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let peer = SessionPeer::new(ctx.address(), key, stream.clone());
+        let server = &self.env.server;
+        let rctx = RequestContext::new(ContextParts {
+            request_id: r.id.clone(),
+            progress_token,
+            client_capabilities: self.caps.clone(),
+            protocol_version: self.record.version,
+            session_id: Some(self.id.clone()),
+            peer: Arc::new(peer),
+            ask_timeout: server.limits.client_request_timeout,
+            caller: caller.clone(),
+        });
+        let work = server.dispatch(r.method, r.params, r.server_id, rctx.clone());
+        let actor = RequestActor::new(
+            work,
+            rctx,
+            report_to(ctx.address().recipient(), key),
+            server.limits.request_timeout,
+            self.env.stats.clone(),
+        )
+        .start();
+        self.env.cluster.own(&self.id, &r.id);
+        self.requests.insert(
+            r.id,
+            InFlight {
+                key,
+                stream: stream.clone(),
+                actor,
+            },
+        );
+    }
+
+    /// A session-state change is answered once the directory has it, so an
+    /// answered change survives a crash and every replica sees it.
+    fn save_then_answer(
+        &mut self,
+        id: RequestId,
+        stream: &Arc<str>,
+        ctx: &mut Context<Self>,
+    ) -> FirstLook {
+        let (directory, cluster, sid, bytes, stream) = (
+            self.env.directory.clone(),
+            self.env.cluster.clone(),
+            self.id.clone(),
+            self.record.to_bytes(),
+            stream.clone(),
+        );
+        let work = async move {
+            directory.put(&sid, bytes).await?;
+            cluster.reload_everywhere(&sid).await;
+            Ok::<_, mcpd_store::StoreError>(())
+        };
+        ctx.wait(actix::fut::wrap_future::<_, Self>(work).map(move |res, act, ctx| {
+            let outcome = match res {
+                Ok(()) => Ok(empty()),
+                Err(e) => Err(ErrorObject::new(
+                    ErrorCode::OVERLOADED,
+                    format!("the session store is unavailable ({e}); the change was not saved, retry shortly"),
+                )),
+            };
+            act.streams.request_ended(&stream, Some(jsonrpc::outcome_bytes(&id, &outcome).into()));
+            act.drive(ctx);
+        }));
+        FirstLook::Saving
+    }
+
+    fn request_by_key(&self, key: u64) -> Option<&RequestId> {
+        self.requests
+            .iter()
+            .find(|(_, f)| f.key == key)
+            .map(|(id, _)| id)
+    }
+}
+
+/// What a session does with a request before any request actor.
+enum FirstLook {
+    Answer(Result<Value, ErrorObject>),
+    /// A change of session state: answered once the directory has it.
+    Saving,
+    /// Run it in a request actor.
+    Run,
+}
+
+fn empty() -> Value {
+    Value::Object(JsonObject::new())
+}
+
+impl Handler<RequestDone> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RequestDone, ctx: &mut Context<Self>) {
+        self.last_activity = Instant::now();
+        // A request cancelled meanwhile is no longer in the table: no response.
+        let Some(id) = self.request_by_key(msg.key).cloned() else {
+            return;
+        };
+        let Some(req) = self.requests.remove(&id) else {
+            return;
+        };
+        self.env.cluster.disown(&self.id, &id);
+        let response = jsonrpc::outcome_bytes(&id, &msg.outcome);
+        self.streams
+            .request_ended(&req.stream, Some(response.into()));
+        self.drive(ctx);
+    }
+}
+
+impl Handler<Emit> for SessionActor {
+    type Result = Result<(), PeerError>;
+
+    fn handle(&mut self, msg: Emit, ctx: &mut Context<Self>) -> Self::Result {
+        // Nothing may follow a request's response (or its cancellation).
+        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        self.streams.send_interim(&msg.stream, &msg.message);
+        self.drive(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Log> for SessionActor {
+    type Result = Result<(), PeerError>;
+
+    fn handle(&mut self, msg: Log, ctx: &mut Context<Self>) -> Self::Result {
+        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        if msg.params.level < self.record.log_level.unwrap_or(LoggingLevel::Info) {
+            return Ok(());
+        }
+        let params = serde_json::to_value(&msg.params).unwrap_or(Value::Null);
+        let message = jsonrpc::notification(m::NOTIFICATION_MESSAGE, params);
+        self.streams.send_interim(&msg.stream, &message);
+        self.drive(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Ask> for SessionActor {
+    type Result = Result<RequestId, PeerError>;
+
+    fn handle(&mut self, msg: Ask, ctx: &mut Context<Self>) -> Self::Result {
+        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        self.next_outgoing_id += 1;
+        let id = self.env.cluster.question_id(self.next_outgoing_id);
+        let question = jsonrpc::request(&id, msg.method, msg.params);
+        self.streams.send_interim(&msg.stream, &question);
+        self.drive(ctx);
+        self.outgoing.insert(
+            id.clone(),
+            Outgoing {
+                stream: msg.stream,
+                reply: msg.reply,
+            },
+        );
+        Ok(id)
+    }
+}
+
+impl Handler<AskTimedOut> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AskTimedOut, ctx: &mut Context<Self>) {
+        if let Some(o) = self.outgoing.remove(&msg.id) {
+            let params = serde_json::to_value(CancelledParams {
+                request_id: msg.id,
+                reason: Some("no answer in time".into()),
+            })
+            .unwrap_or(Value::Null);
+            let message = jsonrpc::notification(m::NOTIFICATION_CANCELLED, params);
+            self.streams.send_interim(&o.stream, &message);
+            self.drive(ctx);
+        }
+    }
+}
+
+impl Handler<Release> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Release, ctx: &mut Context<Self>) {
+        self.streams.release(&msg.stream);
+        self.drive(ctx);
+    }
+}

@@ -1,0 +1,241 @@
+//! The session table: the sessions this process holds, found by id, and
+//! rebuilt from the session directory when another process created them.
+//! The transport talks to a session only through the [`SessionHandle`] it
+//! gets here.
+
+mod handle;
+mod inbox;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use actix::prelude::*;
+use dashmap::DashMap;
+use mcpd_store::{EventLog, SessionDirectory, StoreError};
+
+use crate::cluster::Cluster;
+use crate::dispatch::McpServer;
+use crate::feed::{Audience, ChangeFeed, Changed};
+use crate::registry::Change;
+use crate::session::{
+    ReleaseForShutdown, SessionActor, SessionEnv, SessionInit, SessionRecord, Slots,
+};
+use crate::stats::Stats;
+pub use handle::SessionHandle;
+
+pub struct SessionTable {
+    server: Arc<McpServer>,
+    log: Arc<dyn EventLog>,
+    directory: Arc<dyn SessionDirectory>,
+    cluster: Arc<dyn Cluster>,
+    feed: Arc<ChangeFeed>,
+    stats: Arc<Stats>,
+    /// Found on every request: hashed with foldhash, not SipHash (ids are
+    /// ours and random; clients only look them up).
+    sessions: DashMap<Arc<str>, SessionHandle, foldhash::fast::RandomState>,
+    /// Messages refused by full session mailboxes (counted by the handles,
+    /// which carry no metrics; folded into the metrics at scrape time).
+    overloads: Arc<AtomicU64>,
+}
+
+impl SessionTable {
+    pub fn new(
+        server: Arc<McpServer>,
+        log: Arc<dyn EventLog>,
+        directory: Arc<dyn SessionDirectory>,
+        cluster: Arc<dyn Cluster>,
+        feed: Arc<ChangeFeed>,
+        stats: Arc<Stats>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            server,
+            log,
+            directory,
+            cluster,
+            feed,
+            stats,
+            sessions: DashMap::with_hasher(Default::default()),
+            overloads: Arc::default(),
+        })
+    }
+
+    /// Sessions held by this process.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Messages refused by full session mailboxes so far.
+    pub fn overloads(&self) -> u64 {
+        self.overloads.load(Ordering::Relaxed)
+    }
+
+    /// Starts the actor of a session (new, or rebuilt from its record).
+    pub(crate) fn start_actor(
+        self: &Arc<Self>,
+        id: Arc<str>,
+        record: SessionRecord,
+    ) -> SessionHandle {
+        let (version, owner) = (record.version, record.owner.as_deref().map(Arc::from));
+        let env = SessionEnv {
+            server: self.server.clone(),
+            log: self.log.clone(),
+            directory: self.directory.clone(),
+            cluster: self.cluster.clone(),
+            feed: self.feed.clone(),
+            stats: self.stats.clone(),
+            slots: self.clone(),
+        };
+        let init = SessionInit {
+            id: id.clone(),
+            record,
+        };
+        let addr = SessionActor::new(init, env).start();
+        let handle = SessionHandle::new(id.clone(), version, owner, addr, self.overloads.clone());
+        self.sessions.insert(id, handle.clone());
+        self.stats.session_opened();
+        self.server.metrics.sessions_active.inc();
+        handle
+    }
+
+    /// The session held by this process, if any.
+    pub fn get(&self, id: &str) -> Option<SessionHandle> {
+        self.sessions.get(id).map(|e| e.value().clone())
+    }
+
+    /// The session named `id`: held here, or rebuilt from a shared session
+    /// directory (after a restart, or when another replica created it).
+    /// `Ok(None)`: no such session anywhere.
+    pub async fn find(self: &Arc<Self>, id: &str) -> Result<Option<SessionHandle>, StoreError> {
+        if let Some(h) = self.get(id) {
+            return Ok(Some(h));
+        }
+        if !self.directory.is_shared()
+            || id.is_empty()
+            || !id.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            return Ok(None);
+        }
+        if self.directory.get(id).await?.is_none() {
+            return Ok(None); // unknown ids leave nothing behind in the store
+        }
+        // Become a holder, then read the record again: a DELETE racing this
+        // rebuild either removed it already (404 here) or sees this replica
+        // among the holders and ends its actor.
+        self.cluster.register_holder(id).await?;
+        let Some(bytes) = self.directory.get(id).await? else {
+            return Ok(None);
+        };
+        let Some(record) = SessionRecord::from_bytes(&bytes) else {
+            tracing::warn!(
+                session = id,
+                "unreadable session record in the directory; treating the session as gone"
+            );
+            return Ok(None);
+        };
+        // Another request may have rebuilt it meanwhile: keep the first.
+        if let Some(h) = self.get(id) {
+            return Ok(Some(h));
+        }
+        tracing::info!(session = id, "session rebuilt from the directory");
+        self.server.metrics.sessions_rebuilt.inc();
+        Ok(Some(self.start_actor(Arc::from(id), record)))
+    }
+
+    /// Ends a session (DELETE) everywhere: the actor here, its record and its
+    /// event streams. `Ok(false)`: there was no such session.
+    pub async fn terminate(self: &Arc<Self>, id: &str) -> Result<bool, StoreError> {
+        let held = self.get(id).is_some();
+        let known = held || (self.directory.is_shared() && self.directory.get(id).await?.is_some());
+        if !known {
+            return Ok(false);
+        }
+        // The record first: if the store is away the session is left intact
+        // and the client's retry of DELETE will work.
+        let holders = self.cluster.holders(id).await;
+        self.directory.remove(id).await?;
+        self.server.metrics.sessions_deleted.inc();
+        if let Some((_, h)) = self.sessions.remove(id) {
+            h.terminate();
+        }
+        self.log.remove_session(id).await;
+        // Every other replica drops its actor (stopping requests it runs)
+        // before DELETE is answered: no replica serves the session after.
+        self.cluster.end_everywhere(id, holders).await;
+        Ok(true)
+    }
+
+    /// Delivers a message to this replica's actor of `session`, if it has one.
+    pub(crate) fn tell<M>(&self, session: &str, msg: M)
+    where
+        M: actix::Message<Result = ()> + Send + 'static,
+        SessionActor: Handler<M>,
+    {
+        if let Some(h) = self.get(session) {
+            h.tell(msg);
+        }
+    }
+
+    /// Shutdown: every session closes its open SSE connections with a
+    /// `retry` hint (only the standalone GET streams when `get_only`), so
+    /// clients reconnect to another replica and resume with
+    /// `Last-Event-ID`; requests keep running and logging meanwhile. A
+    /// session whose mailbox is full is skipped: its connections close with
+    /// the process.
+    pub fn release_streams(&self, get_only: bool) {
+        for s in self.sessions.iter() {
+            if !s.value().tell(ReleaseForShutdown { get_only }) {
+                tracing::debug!(session = %s.key(), "streams not released: mailbox full or closed");
+            }
+        }
+    }
+}
+
+impl Slots for SessionTable {
+    /// An idle session that expired is forgotten here; a shared directory
+    /// forgets it by its own TTL (another replica may still be using it).
+    fn stopped(&self, id: &Arc<str>, expired: bool) {
+        self.sessions.remove(id);
+        for f in self.server.forwards() {
+            f.session_ended(id);
+        }
+        self.stats.session_closed();
+        self.server.metrics.sessions_active.dec();
+        if expired {
+            self.server.metrics.sessions_expired.inc();
+        }
+        if expired && !self.directory.is_shared() {
+            let (log, directory, id) = (self.log.clone(), self.directory.clone(), id.clone());
+            actix::spawn(async move {
+                let _ = directory.remove(&id).await;
+                log.remove_session(&id).await;
+            });
+        }
+    }
+
+    fn drop_local(&self, id: &str) {
+        if let Some((_, h)) = self.sessions.remove(id) {
+            h.terminate();
+        }
+    }
+}
+
+impl Audience for SessionTable {
+    fn to_all(&self, change: &Change) {
+        for s in self.sessions.iter() {
+            s.value().announce(Changed(change.clone()));
+        }
+    }
+
+    fn to_some(&self, ids: &HashSet<Arc<str>>, change: &Change) {
+        for id in ids {
+            if let Some(s) = self.get(id) {
+                s.announce(Changed(change.clone()));
+            }
+        }
+    }
+}

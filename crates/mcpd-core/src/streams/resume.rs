@@ -1,0 +1,169 @@
+//! Resuming a stream after `Last-Event-ID`: replay what came after it, then
+//! carry on live (here, or fed from the replica that serves it). A stream
+//! whose server is gone gets an error for each request it left unanswered.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use mcpd_store::{StoreError, StoredEvent};
+use tokio::sync::oneshot;
+
+use super::state::{lost, response_id, Delivery, Foreign, Kind, OpenMeta, Stream};
+use super::{Effect, Out, Purpose, Streams};
+use crate::stream::{event_id, parse_event_id, StreamItem, StreamReceiver, GET_STREAM};
+
+/// Why a `Last-Event-ID` cannot be resumed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResumeError {
+    #[error("Last-Event-ID {0:?} is not an event id this server issued")]
+    Malformed(String),
+    #[error("Last-Event-ID {0:?} names no stream of this session (it ended or was dropped by retention); open a new GET stream without Last-Event-ID")]
+    Unknown(String),
+    #[error("Last-Event-ID {0:?} is too old: later events were dropped by retention, so resuming would lose messages; open a new GET stream without Last-Event-ID")]
+    Expired(String),
+    #[error("the event log is unavailable: {0}")]
+    Unavailable(String),
+}
+
+type Reply = oneshot::Sender<Result<StreamReceiver, ResumeError>>;
+
+// === impl Streams ===
+
+impl Streams {
+    /// Resumes the stream named by `last_event_id`. The stream is read from
+    /// its start (the bookkeeping record is its first event); see
+    /// [`Streams::read_done`].
+    pub fn resume(&mut self, last_event_id: String, reply: Reply) {
+        let Some((stream, seq)) = parse_event_id(&last_event_id) else {
+            let _ = reply.send(Err(ResumeError::Malformed(last_event_id)));
+            return;
+        };
+        let stream: Arc<str> = Arc::from(stream);
+        // A stream not held here may be served by a live replica.
+        let check_owner = !self.map.contains_key(&stream);
+        self.effects.push(Effect::Read {
+            stream,
+            purpose: Purpose::Resume {
+                last_event_id,
+                seq,
+                reply,
+            },
+            check_owner,
+        });
+    }
+
+    pub(super) fn resumed(
+        &mut self,
+        stream: Arc<str>,
+        last_event_id: String,
+        seq: u64,
+        reply: Reply,
+        events: Result<Vec<StoredEvent>, StoreError>,
+        owner_alive: bool,
+    ) {
+        let resumptions = &self.cfg.metrics.sse_resumptions;
+        let events = match events {
+            Ok(e) => e,
+            Err(e) => {
+                let (err, label) = match e {
+                    StoreError::UnknownStream | StoreError::Ahead { .. } => {
+                        (ResumeError::Unknown(last_event_id), "unknown")
+                    }
+                    StoreError::Expired { .. } => (ResumeError::Expired(last_event_id), "expired"),
+                    StoreError::Unavailable(m) => (ResumeError::Unavailable(m), "unavailable"),
+                };
+                resumptions.with_label_values(&[label]).inc();
+                let _ = reply.send(Err(err));
+                return;
+            }
+        };
+        let last = events.last().map_or(0, |e| e.seq);
+        if seq > last {
+            let _ = reply.send(Err(ResumeError::Unknown(last_event_id)));
+            return;
+        }
+        if events.first().is_some_and(|e| e.seq > seq + 1) {
+            let _ = reply.send(Err(ResumeError::Expired(last_event_id)));
+            return;
+        }
+        resumptions.with_label_values(&["ok"]).inc();
+        let meta = OpenMeta::find(&events);
+        let (tx, rx) = self.channel(events.len());
+        let mut answered = HashSet::new();
+        for e in events {
+            if OpenMeta::is(&e.data) {
+                continue;
+            }
+            if let Some(id) = response_id(&e.data) {
+                answered.insert(id);
+            }
+            if e.seq > seq && !e.data.is_empty() {
+                self.cfg.metrics.sse_replayed_events.inc();
+                let _ = tx.try_send(StreamItem::Event {
+                    id: event_id(&stream, e.seq),
+                    data: e.data,
+                    retry_ms: None,
+                });
+            }
+        }
+        if &*stream == GET_STREAM {
+            let st = self
+                .map
+                .entry(stream.clone())
+                .or_insert_with(|| Stream::new(Kind::Get, None));
+            st.set_writer(tx);
+            if self.cfg.shared {
+                st.feed_from(last);
+                self.claim_get();
+            }
+        } else if let Some(st) = self.map.get_mut(&stream) {
+            st.set_writer(tx); // still open here: go on live (an older connection is closed)
+        } else if let Some(meta) = meta.filter(|m| m.owner != self.me()) {
+            let foreign = Foreign {
+                owner: meta.owner.clone(),
+                ids: meta.ids,
+                answered,
+            };
+            if foreign.complete() {
+                // Finished before it was resumed: the replay is all of it.
+            } else if owner_alive {
+                // Still running on its replica: follow it from the log.
+                let kind = Kind::Post {
+                    ids: foreign.ids.clone(),
+                    batch: false,
+                };
+                let mut st = Stream::new(kind, None);
+                st.delivery = Delivery::Fed {
+                    writer: Some(tx),
+                    after: last,
+                    foreign: Some(Box::new(foreign)),
+                };
+                self.map.insert(stream.clone(), st);
+                self.effects.push(Effect::Tail {
+                    owner: meta.owner.clone(),
+                    stream: stream.clone(),
+                });
+                self.effects.push(Effect::Watch);
+                // Catch what was appended before the owner heard of us.
+                self.pull(stream.clone());
+            } else {
+                // Its server is gone: answer what it left unanswered.
+                let st = Stream::new(
+                    Kind::Post {
+                        ids: foreign.ids.clone(),
+                        batch: false,
+                    },
+                    Some(tx),
+                );
+                self.map.insert(stream.clone(), st);
+                for id in foreign.unanswered() {
+                    self.push_event(&stream, lost(&id), None);
+                }
+                self.outbox.push(Out::Close {
+                    stream: stream.clone(),
+                });
+            }
+        }
+        let _ = reply.send(Ok(rx));
+    }
+}
