@@ -2,6 +2,8 @@
 //! body with a message a person can act on. The one mapping from failure to
 //! status lives here.
 
+use std::time::Duration;
+
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use mcpd_core::{ResumeError, SessionError};
@@ -44,9 +46,9 @@ pub enum HttpError {
         message: String,
     },
     /// Over a rate limit: 429 with `Retry-After`.
-    #[error("Too Many Requests: this client is over its rate of {what}; retry after {} s", crate::security::retry_after_secs(*retry_after))]
+    #[error("Too Many Requests: this client is over its rate of {what}; retry after {} s", retry_after_secs(*retry_after))]
     TooManyRequests {
-        retry_after: std::time::Duration,
+        retry_after: Duration,
         what: &'static str,
     },
     /// A JSON-RPC error with its own status, echoing the request id.
@@ -110,7 +112,7 @@ impl ResponseError for HttpError {
             Self::TooManyRequests { retry_after, .. } => {
                 res.insert_header((
                     header::RETRY_AFTER,
-                    crate::security::retry_after_secs(*retry_after).to_string(),
+                    retry_after_secs(*retry_after).to_string(),
                 ));
             }
             // The rest of the body may still be on its way: do not wait for it.
@@ -121,4 +123,9 @@ impl ResponseError for HttpError {
         }
         res.json(body)
     }
+}
+
+/// Seconds for a `Retry-After` header (at least 1).
+pub fn retry_after_secs(d: Duration) -> u64 {
+    d.as_secs_f64().ceil().max(1.0) as u64
 }

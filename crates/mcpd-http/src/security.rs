@@ -4,7 +4,6 @@
 //! the order followed here.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpRequest, HttpResponse};
@@ -338,9 +337,4 @@ pub async fn preflight(
         .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, allow))
         .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
         .finish())
-}
-
-/// Seconds for a `Retry-After` header (at least 1).
-pub fn retry_after_secs(d: Duration) -> u64 {
-    d.as_secs_f64().ceil().max(1.0) as u64
 }

@@ -1,0 +1,208 @@
+//! The control bus on Redis pub/sub, replica liveness keys, and who owns
+//! which of a session's streams.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{millis, RedisStore};
+use crate::{BusTarget, ControlBus, StoreError};
+
+// === impl ControlBus for RedisStore ===
+//
+// Channels `<prefix>bus:<replica>` and `<prefix>bus:all`; liveness keys
+// `<prefix>replica:<replica>` (TTL LIVENESS, refreshed every HEARTBEAT);
+// ownership in the hash `<prefix>{<session>}:own`.
+
+const HEARTBEAT: Duration = Duration::from_secs(2);
+const LIVENESS: Duration = Duration::from_secs(6);
+
+impl RedisStore {
+    fn channel(&self, to: BusTarget<'_>) -> String {
+        match to {
+            BusTarget::Replica(r) => format!("{}bus:{r}", self.cfg.prefix),
+            BusTarget::All => format!("{}bus:all", self.cfg.prefix),
+        }
+    }
+
+    fn liveness_key(&self, replica: &str) -> String {
+        format!("{}replica:{replica}", self.cfg.prefix)
+    }
+
+    async fn subscribe_loop(self: Arc<Self>, inbox: tokio::sync::mpsc::Sender<Bytes>) {
+        use futures_util::StreamExt;
+        let channels = [
+            self.channel(BusTarget::Replica(&self.replica)),
+            self.channel(BusTarget::All),
+        ];
+        loop {
+            let conn =
+                tokio::time::timeout(self.cfg.timeout, self.pubsub_client.get_async_pubsub()).await;
+            let mut pubsub = match conn {
+                Ok(Ok(p)) => p,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "control bus: cannot subscribe; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            let mut ok = true;
+            for c in &channels {
+                if let Err(e) = pubsub.subscribe(c).await {
+                    tracing::warn!(error = %e, "control bus: SUBSCRIBE failed; retrying");
+                    ok = false;
+                    break;
+                }
+            }
+            if !ok {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            let mut messages = pubsub.into_on_message();
+            while let Some(msg) = messages.next().await {
+                if inbox
+                    .send(Bytes::copy_from_slice(msg.get_payload_bytes()))
+                    .await
+                    .is_err()
+                {
+                    return; // the process is shutting down
+                }
+            }
+            tracing::warn!("control bus: subscriber connection lost; reconnecting");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn heartbeat_loop(self: Arc<Self>) {
+        let key = self.liveness_key(&self.replica);
+        loop {
+            let k = key.clone();
+            let ttl = millis(LIVENESS);
+            if let Err(e) = self
+                .run(|mut h| async move {
+                    redis::cmd("SET")
+                        .arg(&k)
+                        .arg(1)
+                        .arg("PX")
+                        .arg(ttl)
+                        .query_async::<()>(&mut h)
+                        .await
+                })
+                .await
+            {
+                tracing::warn!(error = %e, "replica heartbeat not written");
+            }
+            tokio::time::sleep(HEARTBEAT).await;
+        }
+    }
+
+    /// Starts the heartbeat and the subscriber (see [`ControlBus::start`]).
+    pub fn start_bus(self: &Arc<Self>, inbox: tokio::sync::mpsc::Sender<Bytes>) {
+        tokio::spawn(self.clone().heartbeat_loop());
+        tokio::spawn(self.clone().subscribe_loop(inbox));
+    }
+}
+
+/// The bus of a [`RedisStore`] (it needs the `Arc` to start its loops).
+pub struct RedisBus(pub Arc<RedisStore>);
+
+#[async_trait]
+impl ControlBus for RedisBus {
+    fn replica(&self) -> &str {
+        &self.0.replica
+    }
+
+    fn is_distributed(&self) -> bool {
+        true
+    }
+
+    fn start(&self, inbox: tokio::sync::mpsc::Sender<Bytes>) {
+        self.0.start_bus(inbox);
+    }
+
+    async fn publish(&self, to: BusTarget<'_>, message: Bytes) -> Result<(), StoreError> {
+        let channel = self.0.channel(to);
+        self.0
+            .run(|mut h| async move {
+                redis::cmd("PUBLISH")
+                    .arg(&channel)
+                    .arg(message.as_ref())
+                    .query_async::<()>(&mut h)
+                    .await
+            })
+            .await
+    }
+
+    async fn is_alive(&self, replica: &str) -> Result<bool, StoreError> {
+        if replica == self.0.replica {
+            return Ok(true);
+        }
+        let key = self.0.liveness_key(replica);
+        self.0
+            .run(|mut h| async move {
+                redis::cmd("EXISTS")
+                    .arg(&key)
+                    .query_async::<bool>(&mut h)
+                    .await
+            })
+            .await
+    }
+
+    async fn set_owner(
+        &self,
+        session: &str,
+        what: &str,
+        replica: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let key = self.0.key(session, "own");
+        let ttl = millis(self.0.cfg.session_ttl);
+        let mut p = redis::pipe();
+        match replica {
+            Some(r) => {
+                p.cmd("HSET").arg(&key).arg(what).arg(r).ignore();
+                p.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
+            }
+            None => {
+                p.cmd("HDEL").arg(&key).arg(what).ignore();
+            }
+        }
+        self.0
+            .run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .await
+    }
+
+    async fn owner(&self, session: &str, what: &str) -> Result<Option<String>, StoreError> {
+        let key = self.0.key(session, "own");
+        let what = what.to_owned();
+        self.0
+            .run(|mut h| async move {
+                redis::cmd("HGET")
+                    .arg(&key)
+                    .arg(&what)
+                    .query_async(&mut h)
+                    .await
+            })
+            .await
+    }
+
+    async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError> {
+        let key = self.0.key(session, "own");
+        let fields: Vec<String> = self
+            .0
+            .run(|mut h| async move { redis::cmd("HKEYS").arg(&key).query_async(&mut h).await })
+            .await?;
+        let mut live = Vec::new();
+        for replica in fields.iter().filter_map(|f| f.strip_prefix("h:")) {
+            if replica != self.0.replica && self.is_alive(replica).await? {
+                live.push(replica.to_owned());
+            }
+        }
+        Ok(live)
+    }
+}

@@ -1,0 +1,93 @@
+//! [`SessionDirectory`] on plain keys: the session record with a sliding
+//! TTL, and removing everything a session left (with a tombstone).
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{millis, RedisStore};
+use crate::{SessionDirectory, StoreError, Touch};
+
+impl RedisStore {
+    /// Deletes the session's streams, record and ownership, and leaves a
+    /// tombstone.
+    pub(super) async fn remove_all(&self, session: &str) -> Result<(), StoreError> {
+        let index = self.key(session, "streams");
+        let idx = index.clone();
+        let streams: Vec<String> = self
+            .run(|mut h| async move { redis::cmd("SMEMBERS").arg(&idx).query_async(&mut h).await })
+            .await?;
+        let mut p = redis::pipe();
+        for s in &streams {
+            p.cmd("DEL").arg(self.stream_key(session, s)).ignore();
+        }
+        p.cmd("DEL").arg(index).ignore();
+        p.cmd("DEL").arg(self.key(session, "s")).ignore();
+        p.cmd("DEL").arg(self.key(session, "own")).ignore();
+        // A tombstone, so no holder mistakes the deletion for lost data.
+        p.cmd("SET")
+            .arg(self.key(session, "deleted"))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(self.cfg.session_ttl))
+            .ignore();
+        self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .await
+    }
+}
+
+#[async_trait]
+impl SessionDirectory for RedisStore {
+    async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError> {
+        let key = self.key(session, "s");
+        let ttl = millis(self.cfg.session_ttl);
+        self.run(|mut h| async move {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(record.as_ref())
+                .arg("PX")
+                .arg(ttl)
+                .query_async::<()>(&mut h)
+                .await
+        })
+        .await
+    }
+
+    async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError> {
+        let key = self.key(session, "s");
+        let ttl = millis(self.cfg.session_ttl);
+        let mut p = redis::pipe();
+        p.cmd("GET")
+            .arg(&key)
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(ttl)
+            .ignore();
+        let (v,): (Option<Vec<u8>>,) = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        Ok(v.map(Bytes::from))
+    }
+
+    async fn touch(&self, session: &str) -> Result<Touch, StoreError> {
+        let (key, tomb) = (self.key(session, "s"), self.key(session, "deleted"));
+        let ttl = millis(self.cfg.session_ttl);
+        let mut p = redis::pipe();
+        p.cmd("PEXPIRE").arg(&key).arg(ttl).cmd("EXISTS").arg(&tomb);
+        let (alive, deleted): (bool, bool) = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        Ok(match (alive, deleted) {
+            (_, true) => Touch::Deleted,
+            (true, false) => Touch::Alive,
+            (false, false) => Touch::Lost,
+        })
+    }
+
+    async fn remove(&self, session: &str) -> Result<(), StoreError> {
+        self.remove_all(session).await
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+}
