@@ -6,6 +6,9 @@
 //! `spec/lifecycle-and-features.md` §10 are each covered; the item numbers
 //! are in the test's doc comment (`S<n>` and `L<n>`).
 //!
+//! - [`server`]: [`TestServer`], the mcpd `main` runs, in-process on an
+//!   ephemeral port (the client, Redis guards and child-process mcpd come
+//!   from `mcpd-testkit`).
 //! - [`lifecycle`]: initialize, version negotiation, sessions, DELETE, expiry.
 //! - [`post`]: what a POST gets back (JSON or SSE), batches, notifications.
 //! - [`get_resume`]: the standalone GET stream and `Last-Event-ID` resumption
@@ -51,6 +54,7 @@ mod post;
 mod redis_store;
 mod scaleout;
 mod sdk_resume;
+mod server;
 mod shutdown;
 mod slow_clients;
 mod slow_reader;
@@ -59,8 +63,10 @@ mod tracing;
 
 use std::time::Duration;
 
-use mcpd_testkit::{McpClient, Reply, SseEvent, SseStream, TestServer};
+use mcpd_testkit::{McpClient, Reply, SseEvent, SseStream};
 use serde_json::{json, Value};
+
+use server::TestServer;
 
 /// Upper bound for anything a test waits on; only there to avoid hangs.
 pub const WAIT: Duration = Duration::from_secs(10);
