@@ -36,6 +36,8 @@
 //! - [`scaleout`]: three mcpd processes on one Redis behind a round-robin
 //!   proxy: every feature, the TypeScript SDK flows, cancellations and
 //!   answers crossing replicas, kill -9 mid-call, a rolling restart.
+//! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
+//!   described by its function, and served.
 
 mod auth;
 mod backend;
@@ -59,6 +61,7 @@ mod shutdown;
 mod slow_clients;
 mod slow_reader;
 mod stateless;
+mod tool_macro;
 mod tracing;
 
 use std::time::Duration;
