@@ -4,12 +4,8 @@
 //! then call `forecast` from any MCP client at http://127.0.0.1:8080/mcp.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use mcpd_core::{tool_fn, RequestContext, ToolError};
-use mcpd_protocol::types::{CallToolResult, LoggingLevel};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use mcpd::prelude::*;
 
 /// The tool's arguments; the input schema clients see is derived from this type.
 #[derive(Deserialize, JsonSchema)]
@@ -20,6 +16,8 @@ struct Forecast {
     days: u8,
 }
 
+/// Weather forecast for a city.
+#[mcpd::tool]
 async fn forecast(args: Forecast, ctx: RequestContext) -> Result<CallToolResult, ToolError> {
     if !(1..=7).contains(&args.days) {
         return Err(ToolError::InvalidArguments(
@@ -51,11 +49,7 @@ fn main() -> ExitCode {
         }
     };
     let result = mcpd::run(&config, |registry| {
-        registry.add_tool(Arc::new(tool_fn(
-            "forecast",
-            "Weather forecast for a city",
-            forecast,
-        )));
+        registry.add_tool(Arc::new(forecast()));
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,12 +23,14 @@ use mcpd_store::{
 use tracing::Instrument;
 
 pub mod config;
+pub mod prelude;
 mod shutdown;
 pub mod stdio;
 mod tls;
 pub mod toolsets;
 
 pub use config::{Cli, Config, StoreBackend, Transport};
+pub use mcpd_macros::tool;
 pub use shutdown::StopHandle;
 
 /// A started mcpd: await [`Running::run`] to serve; stop it with a

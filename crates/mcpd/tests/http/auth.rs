@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcpd_testkit::{McpClient, StubResponse, StubServer, TestServer};
+use mcpd_testkit::{McpClient, StubResponse, StubServer};
 use serde_json::{json, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 pub const ISSUER: &str = "https://auth.example.test";
@@ -99,7 +100,7 @@ impl Jwks {
 
 /// mcpd with auth on, trusting `jwks`; `echo` open to `mcp`, `countdown`
 /// needing `tools:slow` as well.
-fn server(jwks: &Jwks, edit: impl FnOnce(&mut mcpd_testkit::Config)) -> TestServer {
+fn server(jwks: &Jwks, edit: impl FnOnce(&mut mcpd::Config)) -> TestServer {
     let url = jwks.url();
     TestServer::start_configured(move |c| {
         let a = &mut c.auth;

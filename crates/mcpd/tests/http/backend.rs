@@ -4,7 +4,10 @@
 
 use std::ops::Deref;
 
-use mcpd_testkit::{Config, RedisServer, TestServer};
+use mcpd::Config;
+use mcpd_testkit::RedisServer;
+
+use crate::server::TestServer;
 
 /// Where a test server keeps its event log and session directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

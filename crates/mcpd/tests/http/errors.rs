@@ -1,9 +1,10 @@
 //! Transport errors: each is an HTTP status with a JSON-RPC error body
 //! (`id: null`).
 
-use mcpd_testkit::{McpClient, TestServer};
+use mcpd_testkit::McpClient;
 use serde_json::{json, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 fn tools_list() -> Value {

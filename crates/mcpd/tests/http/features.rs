@@ -7,13 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpd::toolsets::Toolset;
+use mcpd::Config;
 use mcpd_core::handler::{schema_for, structured, tool_fn};
 use mcpd_protocol::types::{CallToolResult, Content};
-use mcpd_testkit::{Config, McpClient, SseStream, TestServer};
+use mcpd_testkit::{McpClient, SseStream};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 const DEMO_TOOLS: [&str; 6] = [

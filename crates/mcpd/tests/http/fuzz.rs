@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
-use mcpd_testkit::{SseStream, TestServer};
+use mcpd_testkit::SseStream;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use serde_json::{json, Map, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 fn config() -> Config {

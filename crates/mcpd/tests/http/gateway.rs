@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use mcpd_gateway::{Share, UpstreamConfig};
 use mcpd_testkit::redis::TempDir;
-use mcpd_testkit::{McpClient, TestServer};
+use mcpd_testkit::McpClient;
 use serde_json::{json, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 /// An upstream `mcpd --stdio` that appends its pid to `dir/pids` at start.

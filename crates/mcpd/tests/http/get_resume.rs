@@ -7,10 +7,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use mcpd_testkit::{McpClient, SseEvent, SseStream, TestServer};
+use mcpd_testkit::{McpClient, SseEvent, SseStream};
 use serde_json::{json, Value};
 
 use crate::backend::both_backends;
+use crate::server::TestServer;
 use crate::*;
 
 /// Stream part of an event id (`<stream>-<seq>`).

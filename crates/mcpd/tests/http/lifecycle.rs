@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use mcpd_testkit::TestServer;
 use serde_json::{json, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 /// S1: INIT → 200, `protocolVersion` 2025-11-25, and a session id of visible

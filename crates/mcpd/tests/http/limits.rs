@@ -1,8 +1,8 @@
 //! Per-session and per-request limits set through the configuration.
 
-use mcpd_testkit::TestServer;
 use serde_json::json;
 
+use crate::server::TestServer;
 use crate::*;
 
 /// `limits.max_in_flight_per_session`: a request over the cap gets a

@@ -6,6 +6,9 @@
 //! `spec/lifecycle-and-features.md` §10 are each covered; the item numbers
 //! are in the test's doc comment (`S<n>` and `L<n>`).
 //!
+//! - [`server`]: [`TestServer`], the mcpd `main` runs, in-process on an
+//!   ephemeral port (the client, Redis guards and child-process mcpd come
+//!   from `mcpd-testkit`).
 //! - [`lifecycle`]: initialize, version negotiation, sessions, DELETE, expiry.
 //! - [`post`]: what a POST gets back (JSON or SSE), batches, notifications.
 //! - [`get_resume`]: the standalone GET stream and `Last-Event-ID` resumption
@@ -33,6 +36,8 @@
 //! - [`scaleout`]: three mcpd processes on one Redis behind a round-robin
 //!   proxy: every feature, the TypeScript SDK flows, cancellations and
 //!   answers crossing replicas, kill -9 mid-call, a rolling restart.
+//! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
+//!   described by its function, and served.
 
 mod auth;
 mod backend;
@@ -51,16 +56,20 @@ mod post;
 mod redis_store;
 mod scaleout;
 mod sdk_resume;
+mod server;
 mod shutdown;
 mod slow_clients;
 mod slow_reader;
 mod stateless;
+mod tool_macro;
 mod tracing;
 
 use std::time::Duration;
 
-use mcpd_testkit::{McpClient, Reply, SseEvent, SseStream, TestServer};
+use mcpd_testkit::{McpClient, Reply, SseEvent, SseStream};
 use serde_json::{json, Value};
+
+use server::TestServer;
 
 /// Upper bound for anything a test waits on; only there to avoid hangs.
 pub const WAIT: Duration = Duration::from_secs(10);

@@ -5,9 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use mcpd_testkit::{SseStream, TestServer};
+use mcpd_testkit::SseStream;
 use serde_json::json;
 
+use crate::server::TestServer;
 use crate::*;
 
 async fn scrape(admin: &str) -> String {

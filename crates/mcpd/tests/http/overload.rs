@@ -10,12 +10,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use mcpd_testkit::{McpClient, RedisServer, Reply, SseStream, TestServer};
+use mcpd_testkit::{McpClient, RedisServer, Reply, SseStream};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::backend::use_redis;
+use crate::server::TestServer;
 use crate::*;
 
 /// A countdown that outlives every test here (about 100 s), with progress.

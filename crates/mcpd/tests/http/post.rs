@@ -1,8 +1,8 @@
 //! What a POST gets back: 202, a JSON body or an SSE stream; batches.
 
-use mcpd_testkit::TestServer;
 use serde_json::{json, Value};
 
+use crate::server::TestServer;
 use crate::*;
 
 /// A request whose handler emits nothing first → 200 `application/json`,

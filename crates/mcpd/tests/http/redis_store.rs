@@ -6,13 +6,14 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use mcpd::Config;
 use mcpd_testkit::{
-    Config, McpClient, McpdProcess, RedisCluster, RedisServer, SseEvent, SseStream, TestServer,
-    INIT_VERSION,
+    McpClient, McpdProcess, RedisCluster, RedisServer, SseEvent, SseStream, INIT_VERSION,
 };
 use serde_json::{json, Value};
 
 use crate::backend::use_redis;
+use crate::server::TestServer;
 use crate::*;
 
 /// The error a resumed stream carries for a request its (killed) server

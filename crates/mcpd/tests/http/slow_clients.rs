@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use mcpd_testkit::TestServer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::server::TestServer;
 use crate::*;
 
 /// Reads until the server closes the connection; panics after [`WAIT`]

@@ -12,15 +12,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpd::toolsets::Toolset;
+use mcpd::Config;
 use mcpd_core::handler::tool_fn;
 use mcpd_protocol::types::CallToolResult;
-use mcpd_testkit::{Config, McpClient, Reply, SseStream, TestServer};
+use mcpd_testkit::{McpClient, Reply, SseStream};
 use reqwest::header::HeaderMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::server::TestServer;
 use crate::*;
 
 const V: &str = "2026-07-28";
