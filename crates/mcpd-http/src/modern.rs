@@ -211,11 +211,8 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
         Some(Err(())) => return Err(mismatch(req, "Mcp-Method holds invalid characters".into())),
         None => return Err(mismatch(req, "the Mcp-Method header is required".into())),
     }
-    let name_key = match req.method.as_str() {
-        m::TOOLS_CALL | m::PROMPTS_GET => Some("name"),
-        m::RESOURCES_READ => Some("uri"),
-        _ => None,
-    };
+    // The routing target `Mcp-Name` mirrors (the method table's `target`).
+    let name_key = Method::parse(&req.method).and_then(|m| m.info().target);
     if let Some(key) = name_key {
         let body = params
             .and_then(|p| p.get(key))

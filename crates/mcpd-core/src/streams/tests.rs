@@ -13,7 +13,9 @@ use mcpd_telemetry::Metrics;
 use serde_json::json;
 use tokio::sync::oneshot;
 
+use super::state::OpenMeta;
 use super::*;
+use crate::stream::{event_id, StreamItem};
 
 const ME: &str = "me";
 

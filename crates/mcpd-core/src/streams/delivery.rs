@@ -1,0 +1,200 @@
+//! Delivery: what happens once a batch is appended (writes, wake-ups,
+//! pulls), and once a stream's events are read from the log.
+
+use std::sync::Arc;
+
+use mcpd_store::{StoreError, StoredEvent};
+
+use super::state::{lost, response_id, Delivery, Foreign, OpenMeta, Stream};
+use super::{Batch, Effect, Out, Purpose, Streams, StreamsConfig};
+use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
+
+// === impl Streams ===
+
+impl Streams {
+    /// The batch was appended (`Ok`: the sequence number of each entry) or
+    /// not (`Err`: sent without ids, so the client cannot resume past
+    /// them). Writes it; fed streams are pulled from the log instead, and
+    /// replicas that deliver a grown stream are woken.
+    pub fn appended(&mut self, batch: Batch, seqs: Result<Vec<u64>, StoreError>) {
+        let mut seqs = seqs.unwrap_or_default().into_iter();
+        let mut grown: Vec<Arc<str>> = Vec::new();
+        for out in batch.0 {
+            match out {
+                Out::Event {
+                    stream,
+                    data,
+                    retry_ms,
+                } => {
+                    if !grown.contains(&stream) {
+                        grown.push(stream.clone());
+                    }
+                    let id = seqs
+                        .next()
+                        .map(|seq| event_id(&stream, seq))
+                        .unwrap_or_default();
+                    let Some(st) = self.map.get_mut(&stream) else {
+                        continue;
+                    };
+                    if let Delivery::Direct { writer } = &mut st.delivery {
+                        let item = StreamItem::Event { id, data, retry_ms };
+                        write(&self.cfg, &stream, writer, item);
+                    } // a fed stream is written from the log, in order
+                }
+                Out::Meta { stream, .. } => {
+                    if !grown.contains(&stream) {
+                        grown.push(stream.clone());
+                    }
+                    seqs.next();
+                }
+                Out::Release { stream } => {
+                    if let Some(w) = self.map.get_mut(&stream).and_then(Stream::take_writer) {
+                        let _ = w.try_send(StreamItem::Retry(self.cfg.retry_ms));
+                    }
+                }
+                Out::Close { stream } => {
+                    self.map.remove(&stream);
+                }
+            }
+        }
+        if self.cfg.shared {
+            self.after_append(grown);
+        }
+    }
+
+    /// Who must hear that `grown` streams have new events.
+    fn after_append(&mut self, grown: Vec<Arc<str>>) {
+        for stream in grown {
+            let Some(st) = self.map.get(&stream) else {
+                continue;
+            };
+            let fed = st.is_fed();
+            for r in &st.readers {
+                self.effects.push(Effect::Wake {
+                    replica: r.clone(),
+                    stream: stream.clone(),
+                });
+            }
+            if &*stream == GET_STREAM {
+                match &self.get_owner {
+                    Some(o) if o == self.me() => {}
+                    Some(o) => self.effects.push(Effect::Wake {
+                        replica: o.clone(),
+                        stream: stream.clone(),
+                    }),
+                    None => self.effects.push(Effect::WakeGetHolder),
+                }
+            }
+            if fed {
+                self.pull(stream);
+            }
+        }
+    }
+
+    /// Delivers a fed stream's new events from the log, in order.
+    pub fn pull(&mut self, stream: Arc<str>) {
+        if self.map.get(&stream).is_some_and(Stream::is_fed) {
+            self.effects.push(Effect::Read {
+                stream,
+                purpose: Purpose::Pull,
+                check_owner: false,
+            });
+        }
+    }
+
+    /// The events of `stream` asked for by an [`Effect::Read`] arrived.
+    /// `owner_alive`: the answer to `check_owner`.
+    pub fn read_done(
+        &mut self,
+        stream: Arc<str>,
+        purpose: Purpose,
+        events: Result<Vec<StoredEvent>, StoreError>,
+        owner_alive: bool,
+    ) {
+        match purpose {
+            Purpose::ClaimGet => {
+                let last = events
+                    .ok()
+                    .and_then(|e| e.last().map(|e| e.seq))
+                    .unwrap_or(0);
+                if let Some(st) = self.map.get_mut(&stream) {
+                    st.feed_from(last);
+                }
+            }
+            Purpose::Pull => match events {
+                Ok(events) => self.deliver_from_log(&stream, events),
+                Err(e) => {
+                    tracing::warn!(stream = %stream, error = %e, "could not read a stream to deliver it")
+                }
+            },
+            Purpose::FailForeign => {
+                if let Ok(events) = events {
+                    self.deliver_from_log(&stream, events);
+                }
+                let Some(f) = self.map.get(&stream).and_then(Stream::foreign) else {
+                    return;
+                };
+                for id in f.unanswered() {
+                    self.push_event(&stream, lost(&id), None);
+                }
+            }
+            Purpose::Resume {
+                last_event_id,
+                seq,
+                reply,
+            } => self.resumed(stream, last_event_id, seq, reply, events, owner_alive),
+        }
+    }
+
+    fn deliver_from_log(&mut self, stream: &Arc<str>, events: Vec<StoredEvent>) {
+        let cfg = &self.cfg;
+        let Some(st) = self.map.get_mut(stream) else {
+            return;
+        };
+        let Delivery::Fed {
+            writer,
+            after,
+            foreign,
+        } = &mut st.delivery
+        else {
+            return;
+        };
+        let start = *after;
+        for e in events.into_iter().filter(|e| e.seq > start) {
+            *after = e.seq;
+            if OpenMeta::is(&e.data) {
+                continue;
+            }
+            if let (Some(f), Some(id)) = (foreign.as_mut(), response_id(&e.data)) {
+                f.answered.insert(id);
+            }
+            let item = StreamItem::Event {
+                id: event_id(stream, e.seq),
+                data: e.data,
+                retry_ms: None,
+            };
+            write(cfg, stream, writer, item);
+        }
+        if foreign.as_deref().is_some_and(Foreign::complete) {
+            self.map.remove(stream); // every request answered: the stream ends
+        }
+    }
+}
+
+/// Writes `item` to a stream's connection; a client too slow to take it is
+/// disconnected (it can resume from the event log).
+fn write(cfg: &StreamsConfig, stream: &str, writer: &mut Option<StreamSender>, item: StreamItem) {
+    let Some(w) = writer else { return };
+    match w.try_send(item) {
+        Ok(()) => cfg.metrics.sse_events.inc(),
+        Err(crate::stream::TrySendError::Full(_)) => {
+            tracing::warn!(
+                session = %cfg.session,
+                stream,
+                "slow client: disconnected; it can resume from the event log"
+            );
+            *writer = None;
+        }
+        Err(crate::stream::TrySendError::Closed(_)) => *writer = None,
+    }
+}
