@@ -8,7 +8,7 @@
 //! defaults, their checks and its conversion into the type the runtime uses.
 //! [`layers`] merges file, environment and flags ([`Cli`]) into one table.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
 mod admin;
@@ -40,7 +40,9 @@ pub use stateless::StatelessSection;
 pub use store::{StoreBackend, StoreSection};
 pub use tls::TlsSection;
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `Serialize` only feeds [`layers`], which reads the default's shape to
+/// know the sections and which keys are lists.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerSection,
@@ -56,6 +58,8 @@ pub struct Config {
     pub rate_limit: RateLimitSection,
     pub gateway: GatewaySection,
     /// `[[upstream]]`: MCP servers behind the gateway (`docs/gateway.md`).
+    /// Not an environment section: it is a list of tables.
+    #[serde(skip_serializing)]
     pub upstream: Vec<mcpd_gateway::UpstreamConfig>,
 }
 

@@ -2,11 +2,11 @@
 
 use std::net::SocketAddr;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminSection {
     /// Address for `/metrics`, `/healthz`, `/readyz`; off when unset.

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use mcpd_auth::{Algorithm, AlgorithmFamily, AuthConfig, Authenticator, JwksPolicy, KeySource};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthSection {
     pub enabled: bool,

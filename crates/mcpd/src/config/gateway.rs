@@ -5,12 +5,12 @@
 use std::collections::HashSet;
 
 use mcpd_gateway::UpstreamConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
 /// The gateway's shared settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySection {
     /// Between an upstream's id and its tool or prompt names on `/mcp`.

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use mcpd_http::{HttpConfig, OriginPolicy};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, positive, ConfigError};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     pub path: String,

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use toml::{Table, Value};
 
-use super::ConfigError;
+use super::{Config, ConfigError};
 
 pub(super) fn read_file(path: &Path) -> Result<Table, ConfigError> {
     let text = std::fs::read_to_string(path)
@@ -21,55 +21,33 @@ pub(super) fn read_file(path: &Path) -> Result<Table, ConfigError> {
     })
 }
 
-const SECTIONS: [&str; 12] = [
-    "gateway",
-    "auth",
-    "tls",
-    "rate_limit",
-    "server",
-    "http",
-    "limits",
-    "store",
-    "stateless",
-    "admin",
-    "log",
-    "tracing",
-];
-/// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 10] = [
-    "allowed_origins",
-    "allowed_hosts",
-    "state_keys",
-    "metrics_tools",
-    "authorization_servers",
-    "audiences",
-    "key_files",
-    "algorithms",
-    "required_scopes",
-    "scopes_supported",
-];
-
 /// Sets `section.key` from every `MCPD_SECTION_KEY` variable; other
 /// variables are ignored.
 pub(super) fn apply_env(table: &mut Table, env: impl IntoIterator<Item = (String, String)>) {
-    for (name, value) in env {
+    // Read off the defaults, so a new key or section needs no list here:
+    // the sections are the default's tables, and a key takes a
+    // comma-separated list when its default value is a list.
+    let Ok(Value::Table(shape)) = Value::try_from(Config::default()) else {
+        unreachable!("the default configuration serialises to a table");
+    };
+    for (name, raw) in env {
         let Some(rest) = name.strip_prefix("MCPD_") else {
             continue;
         };
         let rest = rest.to_ascii_lowercase();
-        let Some((section, key)) = SECTIONS.iter().find_map(|s| {
-            rest.strip_prefix(s)
-                .and_then(|k| k.strip_prefix('_'))
-                .map(|k| (*s, k))
-        }) else {
+        // The longest section name wins, should one ever prefix another.
+        let Some((section, key, keys)) = shape
+            .iter()
+            .filter_map(|(s, keys)| {
+                let key = rest.strip_prefix(s.as_str())?.strip_prefix('_')?;
+                Some((s, key, keys.as_table()?))
+            })
+            .max_by_key(|(s, ..)| s.len())
+        else {
             continue;
         };
-        set(
-            table,
-            section,
-            key,
-            env_value(LIST_KEYS.contains(&key), &value),
-        );
+        let list = matches!(keys.get(key), Some(Value::Array(_)));
+        set(table, section, key, env_value(list, &raw));
     }
 }
 
@@ -121,6 +99,53 @@ mod tests {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
         );
         table
+    }
+
+    /// The sections and list keys of the hand-kept lists this derivation
+    /// replaced are still found (new ones may join them).
+    #[test]
+    fn the_old_sections_and_list_keys_are_derived() {
+        let Ok(Value::Table(shape)) = Value::try_from(Config::default()) else {
+            panic!("not a table");
+        };
+        for section in [
+            "gateway",
+            "auth",
+            "tls",
+            "rate_limit",
+            "server",
+            "http",
+            "limits",
+            "store",
+            "stateless",
+            "admin",
+            "log",
+            "tracing",
+        ] {
+            assert!(shape[section].is_table(), "{section}");
+        }
+        let lists: Vec<&String> = shape
+            .values()
+            .filter_map(Value::as_table)
+            .flat_map(|t| t.iter())
+            .filter(|(_, v)| v.is_array())
+            .map(|(k, _)| k)
+            .collect();
+        for key in [
+            "allowed_origins",
+            "allowed_hosts",
+            "state_keys",
+            "metrics_tools",
+            "authorization_servers",
+            "audiences",
+            "key_files",
+            "algorithms",
+            "required_scopes",
+            "scopes_supported",
+        ] {
+            assert!(lists.iter().any(|k| *k == key), "{key} in {lists:?}");
+        }
+        assert!(!shape.contains_key("upstream"));
     }
 
     #[test]

@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use mcpd_core::Limits;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{positive, ConfigError};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsSection {
     pub max_sessions: usize,

@@ -1,12 +1,12 @@
 //! `[rate_limit]`: token buckets for requests and new sessions.
 
 use mcpd_auth::{RateLimiter, RateSpec};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
 /// Token buckets per principal (per client IP without auth); 0 = off.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitSection {
     pub requests_per_second: f64,

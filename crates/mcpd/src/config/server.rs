@@ -2,12 +2,12 @@
 
 use std::net::{AddrParseError, SocketAddr};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 use crate::toolsets::Toolset;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
     /// `http` (Streamable HTTP, plus the 2024-11-05 HTTP+SSE transport) or
@@ -28,7 +28,7 @@ pub struct ServerSection {
     pub instructions: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     Http,

@@ -7,11 +7,11 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use mcpd_core::sealed::KeyRing;
 use mcpd_core::CacheHints;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StatelessSection {
     /// `ttlMs` on cacheable results (discover, lists, reads).

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use mcpd_store::{RedisConfig, Retention};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, positive, ConfigError};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
     pub backend: StoreBackend,
@@ -31,7 +31,7 @@ pub struct StoreSection {
     pub stream_max_age_secs: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
     Memory,

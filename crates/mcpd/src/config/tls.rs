@@ -1,12 +1,12 @@
 //! `[tls]`: HTTPS on the main listener.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
 /// HTTPS on the main listener (both files set), reloaded when they change
 /// or on SIGHUP.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TlsSection {
     pub cert_file: String,

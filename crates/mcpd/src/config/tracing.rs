@@ -1,14 +1,14 @@
 //! `[tracing]`: OpenTelemetry trace export (OTLP over HTTP).
 
 use mcpd_telemetry::trace::TracingConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
 
 /// OpenTelemetry trace export (OTLP over HTTP). The standard `OTEL_*`
 /// variables work too (`OTEL_EXPORTER_OTLP_ENDPOINT`, `..._HEADERS`,
 /// `OTEL_SERVICE_NAME`, `OTEL_BSP_*`, `OTEL_SDK_DISABLED`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TracingSection {
     /// OTLP/HTTP base URL, e.g. `http://otel-collector:4318`; empty = off
