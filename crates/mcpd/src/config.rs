@@ -36,7 +36,7 @@ pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
 pub use rate_limit::RateLimitSection;
 pub use server::{ServerSection, Transport};
-pub use stateless::StatelessSection;
+pub use stateless::{StateKey, StatelessSection};
 pub use store::{StoreBackend, StoreSection};
 pub use tls::TlsSection;
 

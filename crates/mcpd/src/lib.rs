@@ -349,13 +349,9 @@ fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>) -> std::
     };
     let manager = SessionManager::new(server, log, directory, bus, stats);
     manager.start_change_feed();
-    let keys = config
-        .stateless
-        .key_ring()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     let stateless = Stateless::new(
         manager.clone(),
-        keys,
+        config.stateless.key_ring(),
         mcpd_core::CacheHints::from(&config.stateless),
     );
     Ok(Core {

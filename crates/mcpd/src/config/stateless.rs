@@ -1,6 +1,7 @@
 //! `[stateless]`: the 2026-07-28 (stateless) era: cache hints on results
 //! and the keys that seal MRTR `requestState`.
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
@@ -18,10 +19,10 @@ pub struct StatelessSection {
     pub cache_ttl_ms: u64,
     /// `cacheScope` on cacheable results: `public` or `private`.
     pub cache_scope: String,
-    /// Keys that seal MRTR `requestState`, as `id:base64(32 bytes)`; the
-    /// first seals, all open. Empty: one random key per process (fine for
-    /// one replica; replicas need the same keys).
-    pub state_keys: Vec<String>,
+    /// Keys that seal MRTR `requestState`; the first seals, all open.
+    /// Empty: one random key per process (fine for one replica; replicas
+    /// need the same keys).
+    pub state_keys: Vec<StateKey>,
     /// How long a `requestState` stays valid.
     pub state_ttl_secs: u64,
 }
@@ -45,37 +46,18 @@ impl StatelessSection {
                 "must be \"public\" or \"private\"",
             ));
         }
-        self.key_ring().map(drop)
+        Ok(())
     }
 
-    /// The MRTR key ring from `state_keys`.
-    pub fn key_ring(&self) -> Result<KeyRing, ConfigError> {
+    /// The MRTR key ring. The keys were checked as they were read, so
+    /// this cannot fail.
+    pub fn key_ring(&self) -> KeyRing {
         let ttl = Duration::from_secs(self.state_ttl_secs);
         if self.state_keys.is_empty() {
-            return Ok(KeyRing::random(ttl));
+            return KeyRing::random(ttl);
         }
-        let mut keys = Vec::new();
-        for (i, entry) in self.state_keys.iter().enumerate() {
-            let invalid = |why: &str| bad(&format!("stateless.state_keys[{i}]"), why);
-            let (id, b64) = entry
-                .split_once(':')
-                .ok_or_else(|| invalid("must be id:base64key"))?;
-            if id.is_empty()
-                || !id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            {
-                return Err(invalid("the key id must be letters, digits, - or _"));
-            }
-            let raw = STANDARD
-                .decode(b64.trim())
-                .map_err(|_| invalid("the key is not valid Base64"))?;
-            let key: [u8; 32] = raw
-                .try_into()
-                .map_err(|_| invalid("the key must be 32 bytes (44 Base64 characters)"))?;
-            keys.push((id.to_owned(), key));
-        }
-        Ok(KeyRing::new(keys, ttl))
+        let keys = self.state_keys.iter().map(|k| (k.id.clone(), k.key));
+        KeyRing::new(keys.collect(), ttl)
     }
 }
 
@@ -85,5 +67,61 @@ impl From<&StatelessSection> for CacheHints {
             ttl_ms: s.cache_ttl_ms,
             scope: s.cache_scope.clone(),
         }
+    }
+}
+
+/// One `stateless.state_keys` entry, `id:base64(32 bytes)`; a bad one is
+/// refused as the configuration is read, naming its index.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct StateKey {
+    id: String,
+    key: [u8; 32],
+}
+
+impl FromStr for StateKey {
+    type Err = &'static str;
+
+    fn from_str(entry: &str) -> Result<Self, Self::Err> {
+        let (id, b64) = entry.split_once(':').ok_or("must be id:base64key")?;
+        // The id is a field of the sealed token (`v1.<id>.<data>`): no dots.
+        if id.is_empty()
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err("the key id must be letters, digits, - or _");
+        }
+        let raw = STANDARD
+            .decode(b64.trim())
+            .map_err(|_| "the key is not valid Base64")?;
+        let key = raw
+            .try_into()
+            .map_err(|_| "the key must be 32 bytes (44 Base64 characters)")?;
+        Ok(Self {
+            id: id.to_owned(),
+            key,
+        })
+    }
+}
+
+impl TryFrom<String> for StateKey {
+    type Error = &'static str;
+
+    fn try_from(entry: String) -> Result<Self, Self::Error> {
+        entry.parse()
+    }
+}
+
+impl From<StateKey> for String {
+    fn from(k: StateKey) -> Self {
+        format!("{}:{}", k.id, STANDARD.encode(k.key))
+    }
+}
+
+/// The id only: the key is a secret.
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateKey").field("id", &self.id).finish()
     }
 }
