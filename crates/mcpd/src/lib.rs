@@ -89,7 +89,7 @@ pub fn serve_with(
     let invalid = |e: config::ConfigError| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
     };
-    let auth = config.authenticator().map_err(invalid)?.map(Arc::new);
+    let auth = config.auth.authenticator().map_err(invalid)?.map(Arc::new);
     if let Some(auth) = &auth {
         // Fetch the JWKS now, not on the first request (a failure is logged
         // and retried when a token arrives).
@@ -98,7 +98,7 @@ pub fn serve_with(
             let _ = keys.refresh().await;
         });
     }
-    let (requests, sessions) = config.rate_limiters();
+    let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
     let upstream_scopes = Arc::new(
         config
@@ -122,14 +122,14 @@ pub fn serve_with(
         node: node.clone(),
         stateless,
         legacy: Default::default(),
-        config: config.http(),
+        config: mcpd_http::HttpConfig::from(&config.http),
         security: security(Vec::new()),
     });
     // The gateway's pass-through endpoints: `{path}/{upstream id}`.
     let endpoints: Vec<web::Data<AppState>> = upstreams
         .into_iter()
         .map(|(id, core)| {
-            let mut http = config.http();
+            let mut http = mcpd_http::HttpConfig::from(&config.http);
             http.path = format!("{}/{id}", config.http.path.trim_end_matches('/'));
             let scopes = config
                 .upstream
@@ -274,7 +274,7 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
             title: Some("mcpd".into()),
         },
         registry,
-        config.limits(),
+        mcpd_core::Limits::from(&config.limits),
     );
     server.instructions = config.server.instructions.clone();
     server.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
@@ -301,7 +301,7 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
                 title: None,
             },
             Registry::new(config.limits.page_size),
-            config.limits(),
+            mcpd_core::Limits::from(&config.limits),
         );
         s.metrics = metrics.clone();
         s.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
@@ -354,22 +354,25 @@ impl Stores {
             Arc<dyn ControlBus>,
         ) = match config.store.backend {
             StoreBackend::Memory => (
-                Arc::new(MemoryEventLog::new(config.retention())),
+                Arc::new(MemoryEventLog::new(mcpd_store::Retention::from(
+                    &config.store,
+                ))),
                 Arc::new(MemorySessionDirectory::default()),
                 Arc::new(LocalBus::new(replica)),
             ),
             StoreBackend::Redis => {
-                let store =
-                    RedisStore::new(config.redis(), replica).map_err(|e| invalid(e.to_string()))?;
+                let ttl = Duration::from_secs(config.limits.session_idle_timeout_secs);
+                let store = RedisStore::new(config.store.redis(ttl), replica)
+                    .map_err(|e| invalid(e.to_string()))?;
                 (store.clone(), store.clone(), Arc::new(RedisBus(store)))
             }
         };
-        let keys = config.key_ring().map_err(|e| invalid(e.to_string()))?;
         Ok(Self {
             log,
             directory,
             cluster: cluster::build(bus),
-            keys,
+            // Built once: every endpoint opens what any replica sealed.
+            keys: config.stateless.key_ring(),
         })
     }
 }
@@ -416,7 +419,7 @@ fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>, stores: 
         stats,
         node.feed.clone(),
         stores.keys.clone(),
-        config.cache_hints(),
+        mcpd_core::CacheHints::from(&config.stateless),
     );
     Core {
         node,
@@ -438,7 +441,7 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
     if config.server.transport == Transport::Stdio {
         return run_stdio(config, extend);
     }
-    let addr = config.listen_addr()?;
+    let addr = config.server.listen_addr()?;
     let listener =
         TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr()?;
@@ -490,12 +493,8 @@ pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
 /// Installs logging and (when configured) trace export; keep the guard
 /// until the end of `main` so the last spans are flushed.
 pub fn init_telemetry(config: &Config) -> mcpd_telemetry::trace::TracingGuard {
-    use mcpd_telemetry::trace::LogFormat as Format;
-    let format = match config.log.format {
-        config::LogFormat::Human => Format::Human,
-        config::LogFormat::Json => Format::Json,
-    };
-    mcpd_telemetry::trace::init(format, &config.log.level, &config.tracing())
+    let tracing = mcpd_telemetry::trace::TracingConfig::from(&config.tracing);
+    mcpd_telemetry::trace::init(config.log.format.into(), &config.log.level, &tracing)
 }
 
 /// Resolves on SIGTERM or SIGINT, naming which.

@@ -1409,7 +1409,8 @@ async fn modern_requests_are_guarded_against_dns_rebinding() {
 
 /// Two servers sharing `stateless.state_keys` (or not).
 fn replica(keys: &[&str]) -> TestServer {
-    let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let keys: Vec<mcpd::config::StateKey> =
+        keys.iter().map(|k| k.parse().expect("state key")).collect();
     TestServer::start_configured(move |c| {
         c.server.toolset = Toolset::Conformance;
         c.stateless.state_keys = keys;

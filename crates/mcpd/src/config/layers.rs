@@ -1,0 +1,173 @@
+//! The layers below the flags: the TOML file, then `MCPD_<SECTION>_<KEY>`
+//! environment variables, merged into one table before it is typed.
+
+use std::path::Path;
+
+use toml::{Table, Value};
+
+use super::{Config, ConfigError};
+
+pub(super) fn read_file(path: &Path) -> Result<Table, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("--config {}: {e}", path.display())))?;
+    text.parse::<Table>().map_err(|e| {
+        let msg = e
+            .to_string()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        ConfigError(format!("{}: {msg}", path.display()))
+    })
+}
+
+/// Sets `section.key` from every `MCPD_SECTION_KEY` variable; other
+/// variables are ignored.
+pub(super) fn apply_env(table: &mut Table, env: impl IntoIterator<Item = (String, String)>) {
+    // Read off the defaults, so a new key or section needs no list here:
+    // the sections are the default's tables, and a key takes a
+    // comma-separated list when its default value is a list.
+    let Ok(Value::Table(shape)) = Value::try_from(Config::default()) else {
+        unreachable!("the default configuration serialises to a table");
+    };
+    for (name, raw) in env {
+        let Some(rest) = name.strip_prefix("MCPD_") else {
+            continue;
+        };
+        let rest = rest.to_ascii_lowercase();
+        // The longest section name wins, should one ever prefix another.
+        let Some((section, key, keys)) = shape
+            .iter()
+            .filter_map(|(s, keys)| {
+                let key = rest.strip_prefix(s.as_str())?.strip_prefix('_')?;
+                Some((s, key, keys.as_table()?))
+            })
+            .max_by_key(|(s, ..)| s.len())
+        else {
+            continue;
+        };
+        let list = matches!(keys.get(key), Some(Value::Array(_)));
+        set(table, section, key, env_value(list, &raw));
+    }
+}
+
+/// An environment value as TOML: numbers and booleans typed, lists split on
+/// commas, everything else a string.
+fn env_value(list: bool, raw: &str) -> Value {
+    if list {
+        return Value::Array(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| Value::String(s.into()))
+                .collect(),
+        );
+    }
+    if let Ok(i) = raw.parse::<i64>() {
+        return Value::Integer(i);
+    }
+    if let Ok(b) = raw.parse::<bool>() {
+        return Value::Boolean(b);
+    }
+    if let Some(f) = raw
+        .parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite() && raw.contains('.'))
+    {
+        return Value::Float(f);
+    }
+    Value::String(raw.to_owned())
+}
+
+pub(super) fn set(table: &mut Table, section: &str, key: &str, value: Value) {
+    let entry = table
+        .entry(section.to_owned())
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(t) = entry {
+        t.insert(key.to_owned(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_table(pairs: &[(&str, &str)]) -> Table {
+        let mut table = Table::new();
+        apply_env(
+            &mut table,
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        table
+    }
+
+    /// The sections and list keys of the hand-kept lists this derivation
+    /// replaced are still found (new ones may join them).
+    #[test]
+    fn the_old_sections_and_list_keys_are_derived() {
+        let Ok(Value::Table(shape)) = Value::try_from(Config::default()) else {
+            panic!("not a table");
+        };
+        for section in [
+            "gateway",
+            "auth",
+            "tls",
+            "rate_limit",
+            "server",
+            "http",
+            "limits",
+            "store",
+            "stateless",
+            "admin",
+            "log",
+            "tracing",
+        ] {
+            assert!(shape[section].is_table(), "{section}");
+        }
+        let lists: Vec<&String> = shape
+            .values()
+            .filter_map(Value::as_table)
+            .flat_map(|t| t.iter())
+            .filter(|(_, v)| v.is_array())
+            .map(|(k, _)| k)
+            .collect();
+        for key in [
+            "allowed_origins",
+            "allowed_hosts",
+            "state_keys",
+            "metrics_tools",
+            "authorization_servers",
+            "audiences",
+            "key_files",
+            "algorithms",
+            "required_scopes",
+            "scopes_supported",
+        ] {
+            assert!(lists.iter().any(|k| *k == key), "{key} in {lists:?}");
+        }
+        assert!(!shape.contains_key("upstream"));
+    }
+
+    #[test]
+    fn env_values_are_typed() {
+        let t = env_table(&[
+            ("MCPD_RATE_LIMIT_REQUEST_BURST", "2.5"),
+            ("MCPD_AUTH_ALGORITHMS", "RS256, ES256,"),
+            ("MCPD_HTTP_PATH", "/a,b"),
+            ("MCPD_SERVER_WORKERS", "4"),
+            ("MCPD_HTTP_LEGACY_SSE", "true"),
+            ("MCPD_UPSTREAM_ID", "x"),
+            ("MCPD_NOSECTION", "x"),
+        ]);
+        let get = |s: &str, k: &str| t[s][k].clone();
+        assert_eq!(get("rate_limit", "request_burst"), Value::Float(2.5));
+        assert_eq!(
+            get("auth", "algorithms"),
+            Value::Array(vec!["RS256".into(), "ES256".into()])
+        );
+        assert_eq!(get("http", "path"), Value::String("/a,b".into()));
+        assert_eq!(get("server", "workers"), Value::Integer(4));
+        assert_eq!(get("http", "legacy_sse"), Value::Boolean(true));
+        assert_eq!(t.len(), 4, "{t:?}");
+    }
+}

@@ -1,0 +1,78 @@
+//! `[limits]`: the caps and timeouts of sessions and requests in core.
+
+use std::time::Duration;
+
+use mcpd_core::Limits;
+use serde::{Deserialize, Serialize};
+
+use super::{positive, ConfigError};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSection {
+    pub max_sessions: usize,
+    pub max_in_flight_per_session: usize,
+    pub request_timeout_secs: u64,
+    pub client_request_timeout_secs: u64,
+    pub session_idle_timeout_secs: u64,
+    pub stream_buffer: usize,
+    pub sse_retry_ms: u64,
+    pub session_mailbox: usize,
+    pub page_size: usize,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        let l = Limits::default();
+        Self {
+            max_sessions: l.max_sessions,
+            max_in_flight_per_session: l.max_in_flight_per_session,
+            request_timeout_secs: l.request_timeout.as_secs(),
+            client_request_timeout_secs: l.client_request_timeout.as_secs(),
+            session_idle_timeout_secs: l.session_idle_timeout.as_secs(),
+            stream_buffer: l.stream_buffer,
+            sse_retry_ms: l.sse_retry_ms,
+            session_mailbox: l.session_mailbox,
+            page_size: 100,
+        }
+    }
+}
+
+impl LimitsSection {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        positive(&[
+            ("limits.max_sessions", self.max_sessions as u64),
+            (
+                "limits.max_in_flight_per_session",
+                self.max_in_flight_per_session as u64,
+            ),
+            ("limits.request_timeout_secs", self.request_timeout_secs),
+            (
+                "limits.client_request_timeout_secs",
+                self.client_request_timeout_secs,
+            ),
+            (
+                "limits.session_idle_timeout_secs",
+                self.session_idle_timeout_secs,
+            ),
+            ("limits.stream_buffer", self.stream_buffer as u64),
+            ("limits.session_mailbox", self.session_mailbox as u64),
+            ("limits.page_size", self.page_size as u64),
+        ])
+    }
+}
+
+impl From<&LimitsSection> for Limits {
+    fn from(l: &LimitsSection) -> Self {
+        Limits {
+            max_sessions: l.max_sessions,
+            max_in_flight_per_session: l.max_in_flight_per_session,
+            request_timeout: Duration::from_secs(l.request_timeout_secs),
+            client_request_timeout: Duration::from_secs(l.client_request_timeout_secs),
+            session_idle_timeout: Duration::from_secs(l.session_idle_timeout_secs),
+            stream_buffer: l.stream_buffer,
+            sse_retry_ms: l.sse_retry_ms,
+            session_mailbox: l.session_mailbox,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `[rate_limit]`: token buckets for requests and new sessions.
+
+use mcpd_auth::{RateLimiter, RateSpec};
+use serde::{Deserialize, Serialize};
+
+use super::{bad, ConfigError};
+
+/// Token buckets per principal (per client IP without auth); 0 = off.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitSection {
+    pub requests_per_second: f64,
+    /// Requests that may come at once (default: 2 × the rate, at least 10).
+    pub request_burst: f64,
+    pub sessions_per_minute: f64,
+    /// Sessions that may be created at once (default: the per-minute rate, at least 5).
+    pub session_burst: f64,
+    /// Header with the client IP behind a proxy (first address), e.g.
+    /// `X-Forwarded-For`; only trust it when the proxy sets it.
+    pub client_ip_header: String,
+}
+
+impl RateLimitSection {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        for (k, v) in [
+            ("rate_limit.requests_per_second", self.requests_per_second),
+            ("rate_limit.request_burst", self.request_burst),
+            ("rate_limit.sessions_per_minute", self.sessions_per_minute),
+            ("rate_limit.session_burst", self.session_burst),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(k, format!("{v} is not a rate (a number ≥ 0; 0 = off)")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The request and session limiters (each off at 0).
+    pub fn limiters(&self) -> (Option<RateLimiter>, Option<RateLimiter>) {
+        let requests = (self.requests_per_second > 0.0).then(|| {
+            RateLimiter::new(RateSpec {
+                rate: self.requests_per_second,
+                burst: if self.request_burst >= 1.0 {
+                    self.request_burst
+                } else {
+                    (2.0 * self.requests_per_second).max(10.0)
+                },
+            })
+        });
+        let sessions = (self.sessions_per_minute > 0.0).then(|| {
+            RateLimiter::new(RateSpec {
+                rate: self.sessions_per_minute / 60.0,
+                burst: if self.session_burst >= 1.0 {
+                    self.session_burst
+                } else {
+                    self.sessions_per_minute.max(5.0)
+                },
+            })
+        });
+        (requests, sessions)
+    }
+}

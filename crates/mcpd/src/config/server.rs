@@ -1,0 +1,67 @@
+//! `[server]`: the transport, the listener and the process around them.
+
+use std::net::{AddrParseError, SocketAddr};
+
+use serde::{Deserialize, Serialize};
+
+use super::{bad, ConfigError};
+use crate::toolsets::Toolset;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSection {
+    /// `http` (Streamable HTTP, plus the 2024-11-05 HTTP+SSE transport) or
+    /// `stdio` (one session over stdin/stdout).
+    pub transport: Transport,
+    pub listen: String,
+    pub toolset: Toolset,
+    /// actix-web worker threads; 0 = one per core.
+    pub workers: usize,
+    /// Seconds running requests get to finish on shutdown.
+    pub shutdown_grace_secs: u64,
+    /// Seconds between SIGTERM (readiness fails, new sessions refused) and
+    /// closing the listener, for load balancers to notice.
+    pub shutdown_delay_secs: u64,
+    /// Connections open at once (all workers); requests on connections over
+    /// it get 503 + `Retry-After`. 0: no cap.
+    pub max_connections: usize,
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Http,
+    Stdio,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        Self {
+            transport: Transport::Http,
+            listen: "127.0.0.1:8080".into(),
+            toolset: Toolset::Demo,
+            workers: 0,
+            shutdown_grace_secs: 10,
+            shutdown_delay_secs: 0,
+            max_connections: 20_000,
+            instructions: None,
+        }
+    }
+}
+
+impl ServerSection {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if self.listen_addr().is_err() {
+            return Err(bad(
+                "server.listen",
+                format!("{:?} is not an address like 127.0.0.1:8080", self.listen),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, AddrParseError> {
+        self.listen.parse()
+    }
+}

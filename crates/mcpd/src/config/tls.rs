@@ -1,0 +1,42 @@
+//! `[tls]`: HTTPS on the main listener.
+
+use serde::{Deserialize, Serialize};
+
+use super::{bad, ConfigError};
+
+/// HTTPS on the main listener (both files set), reloaded when they change
+/// or on SIGHUP.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSection {
+    pub cert_file: String,
+    pub key_file: String,
+    /// How often the files are checked for changes.
+    pub reload_check_secs: u64,
+}
+
+impl Default for TlsSection {
+    fn default() -> Self {
+        Self {
+            cert_file: String::new(),
+            key_file: String::new(),
+            reload_check_secs: 30,
+        }
+    }
+}
+
+impl TlsSection {
+    pub fn enabled(&self) -> bool {
+        !self.cert_file.is_empty() && !self.key_file.is_empty()
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if self.cert_file.is_empty() != self.key_file.is_empty() {
+            return Err(bad(
+                "tls.cert_file",
+                "set both tls.cert_file and tls.key_file (or neither)",
+            ));
+        }
+        Ok(())
+    }
+}
