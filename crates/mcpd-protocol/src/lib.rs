@@ -9,10 +9,12 @@
 //! - [`types`]: MCP params and results (initialize, tools, resources, prompts,
 //!   completion, logging, progress, sampling, elicitation).
 //! - [`methods`]: method names as constants, so no handler spells them twice.
+//! - [`sse`]: an incremental Server-Sent Events decoder (bytes in, events out).
 
 pub mod error;
 pub mod jsonrpc;
 pub mod methods;
+pub mod sse;
 pub mod types;
 pub mod version;
 
