@@ -44,7 +44,8 @@ impl Reader {
             match self.response.chunk().await? {
                 Some(chunk) => {
                     let events = self.decoder.feed(&chunk);
-                    self.pending.extend(events.into_iter().filter_map(|e| e.data));
+                    self.pending
+                        .extend(events.into_iter().filter_map(|e| e.data));
                 }
                 None => self.done = true,
             }
