@@ -216,8 +216,8 @@ pub async fn drain(mut r: reqwest::Response) {
 pub async fn read_answer(r: reqwest::Response, id: &Value) -> anyhow::Result<Value> {
     if is_sse(&r) {
         let mut reader = sse::Reader::new(r);
-        while let Some(event) = reader.next().await? {
-            if let Some(m) = response_in(&event.data, id) {
+        while let Some(data) = reader.next().await? {
+            if let Some(m) = response_in(&data, id) {
                 while reader.next().await?.is_some() {}
                 return Ok(m);
             }

@@ -13,7 +13,7 @@ use mcpd_protocol::types::{
     CallToolResult, GetPromptResult, JsonObject, Prompt, Resource, ResourceContents,
     ResourceTemplate, Tool as ToolDef,
 };
-use mcpd_protocol::{ErrorCode, ErrorObject};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use serde_json::{json, Value};
 
 use crate::forward::Upstream;
@@ -60,10 +60,10 @@ pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
         match e {
             Event::Connected => spawn_refresh(cat),
             Event::Notification(method, params) => match method.as_str() {
-                "notifications/tools/list_changed"
-                | "notifications/prompts/list_changed"
-                | "notifications/resources/list_changed" => spawn_refresh(cat),
-                "notifications/resources/updated" => {
+                methods::NOTIFICATION_TOOLS_LIST_CHANGED
+                | methods::NOTIFICATION_PROMPTS_LIST_CHANGED
+                | methods::NOTIFICATION_RESOURCES_LIST_CHANGED => spawn_refresh(cat),
+                methods::NOTIFICATION_RESOURCE_UPDATED => {
                     if let (Some(server), Some(uri)) =
                         (cat.server.upgrade(), params["uri"].as_str())
                     {
@@ -127,21 +127,25 @@ impl Catalog {
         let init = self.up.handshake(None).await?;
         let caps = &init["capabilities"];
         let tools = if caps.get("tools").is_some() {
-            all_pages(&self.up, "tools/list", "tools").await?
+            all_pages(&self.up, methods::TOOLS_LIST, "tools").await?
         } else {
             Vec::new()
         };
         let prompts = if caps.get("prompts").is_some() {
-            all_pages(&self.up, "prompts/list", "prompts").await?
+            all_pages(&self.up, methods::PROMPTS_LIST, "prompts").await?
         } else {
             Vec::new()
         };
         let (resources, templates) = if caps.get("resources").is_some() {
             (
-                all_pages(&self.up, "resources/list", "resources").await?,
-                all_pages(&self.up, "resources/templates/list", "resourceTemplates")
-                    .await
-                    .unwrap_or_default(),
+                all_pages(&self.up, methods::RESOURCES_LIST, "resources").await?,
+                all_pages(
+                    &self.up,
+                    methods::RESOURCES_TEMPLATES_LIST,
+                    "resourceTemplates",
+                )
+                .await
+                .unwrap_or_default(),
             )
         } else {
             (Vec::new(), Vec::new())
@@ -218,7 +222,7 @@ impl Tool for UpstreamTool {
         params.insert("arguments".into(), Value::Object(args));
         let v = self
             .up
-            .call("tools/call", Some(params), Some(ctx))
+            .call(methods::TOOLS_CALL, Some(params), Some(ctx))
             .await
             .map_err(ToolError::Protocol)?;
         serde_json::from_value(v).map_err(|e| {
@@ -254,7 +258,7 @@ impl PromptProvider for Prompts {
             .0
             .up
             .call(
-                "prompts/get",
+                methods::PROMPTS_GET,
                 json!({"name": original, "arguments": args})
                     .as_object()
                     .cloned(),
@@ -333,7 +337,7 @@ impl ResourceProvider for Resources {
             .0
             .up
             .call(
-                "resources/read",
+                methods::RESOURCES_READ,
                 json!({"uri": uri}).as_object().cloned(),
                 Some(ctx.clone()),
             )

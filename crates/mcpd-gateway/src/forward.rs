@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use mcpd_core::{Forward, RequestContext};
 use mcpd_protocol::types::JsonObject;
-use mcpd_protocol::{ErrorCode, ErrorObject};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use serde_json::Value;
 
 use crate::config::{Share, UpstreamConfig};
@@ -92,7 +92,7 @@ impl Upstream {
                 // (the catalogue follows the shared connection).
                 let all = fan_out(&self.sinks);
                 let sink: EventSink = Arc::new(move |id: &str, e: &Event| match e {
-                    Event::Notification(m, _) if m == "notifications/resources/updated" => {
+                    Event::Notification(m, _) if m == methods::NOTIFICATION_RESOURCE_UPDATED => {
                         all(id, e)
                     }
                     _ => {}
@@ -148,7 +148,7 @@ impl Forward for Upstream {
         params: Option<JsonObject>,
         ctx: RequestContext,
     ) -> Result<Value, ErrorObject> {
-        if method == mcpd_protocol::methods::INITIALIZE {
+        if method == methods::INITIALIZE {
             return Err(ErrorObject::new(
                 ErrorCode::INVALID_REQUEST,
                 format!(

@@ -13,10 +13,14 @@
 //!
 //! Each upstream connection is an actor ([`upstream::UpstreamActor`]): the
 //! shared one per upstream, or one per downstream session, ended with it.
+//! The actor keeps the routing state (ids, progress tokens, who waits for
+//! what); a [`link`] per transport (a stdio child, a remote Streamable HTTP
+//! server) carries its messages, typed as `mcpd_protocol`'s.
 
 pub mod catalog;
 pub mod config;
 pub mod forward;
+pub mod link;
 pub mod upstream;
 
 use std::collections::HashMap;

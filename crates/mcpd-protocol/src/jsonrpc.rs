@@ -1,5 +1,6 @@
 //! JSON-RPC 2.0 messages: ids, the four message kinds, and parsing a POST
-//! body into them with the errors the spec asks for.
+//! body into them with the errors the spec asks for (`encode`: writing
+//! them).
 
 use std::fmt;
 
@@ -7,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ErrorObject};
+
+mod encode;
 
 /// A request id: a string or an integer (never null, never a float).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,10 +10,12 @@
 //!   completion, logging, progress, sampling, elicitation).
 //! - [`methods`]: method names as constants, and the method table
 //!   ([`Method`]): what mcpd knows about every request method.
+//! - [`sse`]: an incremental Server-Sent Events decoder (bytes in, events out).
 
 pub mod error;
 pub mod jsonrpc;
 pub mod methods;
+pub mod sse;
 pub mod types;
 pub mod version;
 

@@ -1,11 +1,15 @@
-//! An incremental Server-Sent Events parser over a streaming HTTP body.
+//! SSE over a streaming HTTP body, for tests: `mcpd_protocol::sse`'s
+//! decoder fed by a `reqwest` response, with waits that fail a test
+//! instead of hanging it.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
 use futures_util::StreamExt;
+use mcpd_protocol::sse::{Decoder, Event};
 
-/// One SSE event as the client sees it.
+/// One SSE event as the client sees it: every event that set a field
+/// (priming events and retry hints too), with its own `id` and `retry`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SseEvent {
     pub id: Option<String>,
@@ -24,10 +28,22 @@ impl SseEvent {
     }
 }
 
+impl From<Event> for SseEvent {
+    fn from(e: Event) -> Self {
+        Self {
+            id: e.id,
+            event: e.event,
+            data: e.data.unwrap_or_default(),
+            retry: e.retry,
+        }
+    }
+}
+
 /// Reads events off a response body one at a time.
 pub struct SseStream {
     body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buf: BytesMut,
+    decoder: Decoder,
+    ready: VecDeque<SseEvent>,
     ended: bool,
     /// Comment lines seen (keep-alives).
     pub comments: usize,
@@ -37,7 +53,8 @@ impl SseStream {
     pub fn new(resp: reqwest::Response) -> Self {
         Self {
             body: resp.bytes_stream().boxed(),
-            buf: BytesMut::new(),
+            decoder: Decoder::new(),
+            ready: VecDeque::new(),
             ended: false,
             comments: 0,
         }
@@ -61,14 +78,18 @@ impl SseStream {
     /// The next event; `None` at the end of the stream.
     pub async fn next(&mut self) -> Option<SseEvent> {
         loop {
-            if let Some(ev) = self.parse_one() {
+            if let Some(ev) = self.ready.pop_front() {
                 return Some(ev);
             }
             if self.ended {
                 return None;
             }
             match self.body.next().await {
-                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+                Some(Ok(chunk)) => {
+                    let events = self.decoder.feed(&chunk);
+                    self.ready.extend(events.into_iter().map(SseEvent::from));
+                    self.comments = self.decoder.comments();
+                }
                 _ => self.ended = true,
             }
         }
@@ -83,39 +104,6 @@ impl SseStream {
                 Ok(Some(e)) => out.push(e),
                 Ok(None) => return out,
                 Err(_) => panic!("SSE stream did not end within {timeout:?}; got {out:?}"),
-            }
-        }
-    }
-
-    fn parse_one(&mut self) -> Option<SseEvent> {
-        loop {
-            let text = &self.buf[..];
-            let end = text.windows(2).position(|w| w == b"\n\n")?;
-            let block = String::from_utf8_lossy(&text[..end]).to_string();
-            self.buf.advance(end + 2);
-            let mut ev = SseEvent::default();
-            let mut has_field = false;
-            let mut data_lines = Vec::new();
-            for line in block.lines() {
-                if line.starts_with(':') {
-                    self.comments += 1;
-                    continue;
-                }
-                let (field, value) = line
-                    .split_once(':')
-                    .map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
-                has_field = true;
-                match field {
-                    "id" => ev.id = Some(value.to_owned()),
-                    "event" => ev.event = Some(value.to_owned()),
-                    "data" => data_lines.push(value.to_owned()),
-                    "retry" => ev.retry = value.parse().ok(),
-                    _ => {}
-                }
-            }
-            if has_field {
-                ev.data = data_lines.join("\n");
-                return Some(ev);
             }
         }
     }

@@ -46,8 +46,8 @@ pub async fn resume(s: &Session, id: u64, steps: u64, interval_ms: u64) -> anyho
     let mut reader = sse::Reader::new(r);
     let last = loop {
         match reader.next().await? {
-            Some(e) => {
-                if let Some(m) = response_in(&e.data, &want) {
+            Some(data) => {
+                if let Some(m) = response_in(&data, &want) {
                     // Finished before the first event with an id: no resumption possible.
                     check_result(&m)?;
                     bail!("the stream carried no event id before its response");
@@ -62,9 +62,9 @@ pub async fn resume(s: &Session, id: u64, steps: u64, interval_ms: u64) -> anyho
     drop(reader); // the client "loses" its connection here
     let mut reader = sse::Reader::new(s.get(Some(&last)).await?);
     let mut seen = Seen::default();
-    while let Some(e) = reader.next().await? {
+    while let Some(data) = reader.next().await? {
         seen.replayed += 1;
-        if let Some(m) = response_in(&e.data, &want) {
+        if let Some(m) = response_in(&data, &want) {
             check_result(&m)?;
             // The server ends the stream after the response; do not wait long.
             let _ = tokio::time::timeout(Duration::from_secs(1), async {
@@ -89,8 +89,8 @@ pub async fn cancel(s: &Session, id: u64) -> anyhow::Result<Seen> {
     let mut reader = sse::Reader::new(r);
     loop {
         match reader.next().await? {
-            Some(e) if is_progress(&e.data) => break,
-            Some(e) if response_in(&e.data, &want).is_some() => {
+            Some(data) if is_progress(&data) => break,
+            Some(data) if response_in(&data, &want).is_some() => {
                 bail!("answered before the first progress notification")
             }
             Some(_) => {}
@@ -99,8 +99,8 @@ pub async fn cancel(s: &Session, id: u64) -> anyhow::Result<Seen> {
     }
     s.cancel(id).await?;
     let rest = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some(e) = reader.next().await? {
-            if let Some(m) = response_in(&e.data, &want) {
+        while let Some(data) = reader.next().await? {
+            if let Some(m) = response_in(&data, &want) {
                 if m.get("result").is_some() {
                     bail!("the cancelled request still completed: {m}");
                 }

@@ -1,0 +1,202 @@
+//! A remote Streamable HTTP upstream: each message a POST whose answer
+//! (JSON, or an SSE stream read with `mcpd_protocol::sse`) is reported to
+//! the actor; the session id and the negotiated version go on every later
+//! request; after the handshake, a GET stream for what the server says
+//! unasked. A failed request is answered with an error; a failed
+//! handshake or a lost session takes the link down.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use mcpd_protocol::jsonrpc::{Message, Response};
+use mcpd_protocol::sse::Decoder;
+use mcpd_protocol::{methods, ErrorCode, ErrorObject, RequestId};
+use serde_json::Value;
+
+use super::{read, Reporter};
+use crate::config::UpstreamConfig;
+
+pub struct HttpLink {
+    client: reqwest::Client,
+    url: String,
+    headers: Vec<(String, String)>,
+    /// `Mcp-Session-Id`, from the handshake's answer.
+    session: Mutex<Option<String>>,
+    /// `MCP-Protocol-Version`, from the handshake's result.
+    version: Mutex<Option<String>>,
+    reporter: Reporter,
+}
+
+/// A lock whose holder panicked still holds a usable string.
+fn get(m: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl HttpLink {
+    pub fn new(cfg: &UpstreamConfig, reporter: Reporter) -> Arc<Self> {
+        Arc::new(Self {
+            client: reqwest::Client::builder()
+                .connect_timeout(cfg.connect_timeout())
+                .build()
+                .unwrap_or_default(),
+            url: cfg.url.clone(),
+            headers: cfg
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            session: Mutex::default(),
+            version: Mutex::default(),
+            reporter,
+        })
+    }
+
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut b = self
+            .client
+            .request(method, &self.url)
+            .header("accept", "application/json, text/event-stream");
+        for (k, v) in &self.headers {
+            b = b.header(k, v);
+        }
+        if let Some(s) = get(&self.session).clone() {
+            b = b.header("mcp-session-id", s);
+        }
+        if let Some(v) = get(&self.version).clone() {
+            b = b.header("mcp-protocol-version", v);
+        }
+        b
+    }
+
+    /// POSTs one message; whatever comes back goes to the actor.
+    pub async fn post(self: Arc<Self>, msg: Message) {
+        let (request_id, is_init) = match &msg {
+            Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
+            _ => (None, false),
+        };
+        let related = match request_id {
+            Some(RequestId::Int(id)) => u64::try_from(id).ok(),
+            _ => None,
+        };
+        let sent = self
+            .request(reqwest::Method::POST)
+            .header("content-type", "application/json")
+            .body(msg.to_json())
+            .send()
+            .await;
+        let fail = |why: String| {
+            if is_init {
+                self.reporter.down(why);
+            } else if let Some(id) = request_id.clone() {
+                let e = ErrorObject::new(
+                    ErrorCode::SERVER_ERROR,
+                    format!("Upstream server '{}': {why}", self.reporter.upstream),
+                );
+                let answer = Message::Response(Response {
+                    id,
+                    outcome: Err(e),
+                });
+                self.reporter.post(vec![answer], None);
+            }
+        };
+        let res = match sent {
+            Ok(r) => r,
+            Err(e) => return fail(format!("cannot reach {}: {e}", self.url)),
+        };
+        if res.status().as_u16() == 404 && !is_init && get(&self.session).is_some() {
+            // The remote session is gone: reconnect (this request is lost).
+            self.reporter.down("the remote session ended (404)".into());
+            return;
+        }
+        if is_init {
+            if let Some(sid) = res
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                *get(&self.session) = Some(sid.to_owned());
+            }
+        }
+        let status = res.status();
+        let is_sse = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if status.as_u16() == 202 {
+            return;
+        }
+        if !status.is_success() && !is_sse {
+            let body = res.text().await.unwrap_or_default();
+            // A JSON-RPC error for the request is still its answer.
+            let answer = serde_json::from_str::<Value>(&body).map(Message::from_value);
+            if let Ok(Ok(
+                m @ Message::Response(Response {
+                    outcome: Err(_), ..
+                }),
+            )) = answer
+            {
+                return self.reporter.post(vec![m], related);
+            }
+            return fail(format!(
+                "HTTP {status}: {}",
+                body.chars().take(200).collect::<String>()
+            ));
+        }
+        if is_sse {
+            self.read_sse(res, related).await;
+            return;
+        }
+        match res.json::<Value>().await {
+            Ok(json) => {
+                let messages = read(&self.reporter.upstream, json);
+                if is_init {
+                    if let Some(v) = negotiated(&messages) {
+                        *get(&self.version) = Some(v.to_owned());
+                    }
+                }
+                if !messages.is_empty() {
+                    self.reporter.post(messages, related);
+                }
+            }
+            Err(e) => fail(format!("unreadable answer: {e}")),
+        }
+    }
+
+    /// The remote server's own stream (GET), for its notifications.
+    pub async fn listen(self: Arc<Self>) {
+        if let Ok(res) = self.request(reqwest::Method::GET).send().await {
+            if res.status().is_success() {
+                self.read_sse(res, None).await;
+            }
+        }
+    }
+
+    /// Every event's data a JSON-RPC message (or batch).
+    async fn read_sse(&self, res: reqwest::Response, related: Option<u64>) {
+        let mut body = res.bytes_stream();
+        let mut decoder = Decoder::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            for event in decoder.feed(&chunk) {
+                let Some(json) = event.data.and_then(|d| serde_json::from_str(&d).ok()) else {
+                    continue;
+                };
+                let messages = read(&self.reporter.upstream, json);
+                if !messages.is_empty() && !self.reporter.deliver(messages, related).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The protocol version in an `initialize` result.
+fn negotiated(messages: &[Message]) -> Option<&str> {
+    messages.iter().find_map(|m| match m {
+        Message::Response(Response {
+            outcome: Ok(result),
+            ..
+        }) => result.get("protocolVersion")?.as_str(),
+        _ => None,
+    })
+}

@@ -1,0 +1,124 @@
+//! A stdio upstream: the child process mcpd runs, one JSON-RPC message per
+//! line each way, its stderr in mcpd's log under the upstream's id, its
+//! exit reported as the link going down (the actor then restarts it with
+//! backoff). Dropping the link kills the child.
+
+use std::process::Stdio;
+use std::sync::Arc;
+
+use mcpd_protocol::jsonrpc::Message;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{read, Reporter};
+use crate::config::UpstreamConfig;
+
+/// Lines waiting for the child's stdin; beyond this a message is dropped
+/// with a warning rather than queued without limit.
+const INPUT_QUEUE: usize = 256;
+
+pub struct StdioLink {
+    lines: mpsc::Sender<String>,
+    /// Dropping it kills the child.
+    _kill: oneshot::Sender<()>,
+    upstream: Arc<str>,
+}
+
+impl StdioLink {
+    /// Starts the child and the tasks that write its stdin, read its
+    /// stdout and stderr, and wait for its exit.
+    pub fn spawn(cfg: &UpstreamConfig, reporter: Reporter) -> Result<Self, String> {
+        let mut cmd = Command::new(&cfg.command);
+        cmd.args(&cfg.args)
+            .envs(&cfg.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(dir) = &cfg.cwd {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", cfg.command))?;
+        let (stdin, stdout, stderr) = (
+            child.stdin.take().ok_or("no stdin")?,
+            child.stdout.take().ok_or("no stdout")?,
+            child.stderr.take().ok_or("no stderr")?,
+        );
+        let upstream = reporter.upstream.clone();
+        let (lines, rx) = mpsc::channel(INPUT_QUEUE);
+        let (kill, killed) = oneshot::channel();
+        actix::spawn(write_lines(stdin, rx));
+        actix::spawn(read_lines(stdout, reporter.clone()));
+        actix::spawn(log_stderr(stderr, upstream.clone()));
+        actix::spawn(watch(child, killed, reporter));
+        Ok(Self {
+            lines,
+            _kill: kill,
+            upstream,
+        })
+    }
+
+    pub fn send(&self, msg: &Message) {
+        if let Err(e) = self.lines.try_send(msg.to_json()) {
+            tracing::warn!(upstream = %self.upstream, "upstream input full or closed: {e}");
+        }
+    }
+}
+
+/// One JSON-RPC message per line.
+async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::Receiver<String>) {
+    while let Some(mut line) = rx.recv().await {
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Every line a message; other output is logged, not parsed.
+async fn read_lines(stdout: ChildStdout, reporter: Reporter) {
+    let mut out = BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = out.next_line().await {
+        match serde_json::from_str::<Value>(&line) {
+            Ok(json) => {
+                let messages = read(&reporter.upstream, json);
+                if !messages.is_empty() && !reporter.deliver(messages, None).await {
+                    return;
+                }
+            }
+            Err(_) if line.trim().is_empty() => {}
+            Err(_) => tracing::warn!(
+                upstream = %reporter.upstream,
+                "not JSON-RPC on stdout, ignored: {}",
+                line.chars().take(200).collect::<String>()
+            ),
+        }
+    }
+}
+
+async fn log_stderr(stderr: ChildStderr, upstream: Arc<str>) {
+    let mut err = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = err.next_line().await {
+        tracing::info!(target: "mcpd::upstream", upstream = %upstream, "{line}");
+    }
+}
+
+/// The child's exit goes to the actor as the link going down; a kill (the
+/// link dropped) goes nowhere, since the actor already moved on.
+async fn watch(mut child: Child, killed: oneshot::Receiver<()>, reporter: Reporter) {
+    let why = tokio::select! {
+        status = child.wait() => match status {
+            Ok(s) => format!("the process exited ({s})"),
+            Err(e) => format!("the process could not be waited for: {e}"),
+        },
+        _ = killed => {
+            let _ = child.kill().await;
+            return;
+        }
+    };
+    reporter.down(why);
+}

@@ -1,0 +1,115 @@
+//! What each message from the upstream does: an answer goes to whoever
+//! waits for it; a question (sampling, elicitation, roots) is asked of the
+//! client of the downstream request it belongs to and the client's answer
+//! sent back; progress goes by our token, logs to the request they belong
+//! to; any other notification is an [`Event`] for the gateway.
+
+use actix::prelude::*;
+use mcpd_core::context::PeerError;
+use mcpd_protocol::jsonrpc::{Message, Notification, Request, Response};
+use mcpd_protocol::types::{parse_params_owned, JsonObject, LoggingMessageParams, ProgressParams};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::routing::Waiting;
+use super::{Event, Transmit, UpstreamActor};
+
+impl UpstreamActor {
+    pub(super) fn on_message(
+        &mut self,
+        msg: Message,
+        related: Option<u64>,
+        ctx: &mut Context<Self>,
+    ) {
+        match msg {
+            Message::Response(r) => self.on_response(r, ctx),
+            Message::Request(r) => self.on_request(r, related, ctx),
+            Message::Notification(n) => self.on_notification(n, related),
+        }
+    }
+
+    fn on_response(&mut self, r: Response, ctx: &mut Context<Self>) {
+        match self.routes.answered(&r.id) {
+            None => {} // abandoned, or from before a restart
+            Some(Waiting::Handshake) => match r.outcome {
+                Ok(init) => self.connected(init),
+                Err(e) => self.went_down(format!("initialize failed: {}", e.message), ctx),
+            },
+            Some(Waiting::Call { reply, .. }) => {
+                let _ = reply.send(r.outcome);
+            }
+        }
+    }
+
+    /// A question from the upstream, answered by the client it belongs to.
+    fn on_request(&mut self, r: Request, related: Option<u64>, ctx: &mut Context<Self>) {
+        let Request {
+            id, method, params, ..
+        } = r;
+        if method == methods::PING {
+            let pong = Ok(Value::Object(JsonObject::new()));
+            self.send(Message::Response(Response { id, outcome: pong }));
+            return;
+        }
+        let Some(owner) = self.routes.owner(related) else {
+            let e = ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("mcpd cannot relay {method} now: it is not tied to exactly one client request in flight"),
+            );
+            self.send(Message::Response(Response {
+                id,
+                outcome: Err(e),
+            }));
+            return;
+        };
+        let (gen, addr) = (self.gen, ctx.address());
+        let params = Value::Object(params.unwrap_or_default());
+        actix::spawn(async move {
+            let outcome = match owner.ask_client(&method, params).await {
+                Ok(result) => Ok(result),
+                Err(PeerError::Client(e)) => Err(e),
+                Err(e) => Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string())),
+            };
+            let msg = Message::Response(Response { id, outcome });
+            addr.do_send(Transmit { gen, msg });
+        });
+    }
+
+    fn on_notification(&mut self, n: Notification, related: Option<u64>) {
+        let Notification { method, params } = n;
+        match method.as_str() {
+            methods::NOTIFICATION_PROGRESS => {
+                let Ok(p) = parse_params_owned::<ProgressParams>(params) else {
+                    return;
+                };
+                if let Some(c) = self.routes.progress_owner(&p.progress_token) {
+                    actix::spawn(async move {
+                        let _ = c.progress(p.progress, p.total, p.message).await;
+                    });
+                }
+            }
+            methods::NOTIFICATION_MESSAGE => {
+                let params = Value::Object(params.unwrap_or_default());
+                let log = LoggingMessageParams::deserialize(&params);
+                match (log, self.routes.owner(related)) {
+                    // Relayed as is: the upstream's level, logger and data.
+                    (Ok(log), Some(c)) => {
+                        actix::spawn(async move {
+                            let _ = c.log_as(log.level, log.logger, log.data).await;
+                        });
+                    }
+                    _ => tracing::debug!(
+                        upstream = self.id(),
+                        "upstream log (no single request to relay it to): {params}"
+                    ),
+                }
+            }
+            methods::NOTIFICATION_CANCELLED => {}
+            _ => {
+                let params = params.map_or(Value::Null, Value::Object);
+                (self.events)(&self.cfg.id, &Event::Notification(method, params))
+            }
+        }
+    }
+}

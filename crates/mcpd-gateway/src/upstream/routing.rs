@@ -1,0 +1,326 @@
+//! The actor's routing state: the ids it gives its requests upstream, who
+//! waits for each answer, the progress tokens it put in their place, and
+//! which downstream request an upstream message without an id belongs to.
+//! Plain data: the actor decides when, this decides to whom.
+
+use std::collections::HashMap;
+
+use mcpd_core::RequestContext;
+use mcpd_protocol::jsonrpc::{Message, Request};
+use mcpd_protocol::types::{
+    ClientCapabilities, Implementation, InitializeParams, JsonObject, ProgressToken,
+};
+use mcpd_protocol::{methods, ErrorObject, RequestId};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{Call, UPSTREAM_VERSION};
+use crate::config::Share;
+
+pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
+
+/// Who waits for the answer to one of our requests.
+pub(super) enum Waiting {
+    Handshake,
+    Call {
+        reply: Reply,
+        ctx: Option<RequestContext>,
+        /// The progress token we gave the upstream in the client's place.
+        token: Option<ProgressToken>,
+    },
+}
+
+pub(super) struct Routes {
+    share: Share,
+    next_id: u64,
+    /// Sent upstream, not yet answered.
+    pending: HashMap<u64, Waiting>,
+    /// Calls waiting for the connection, with the ids they were given.
+    queued: Vec<(u64, Call)>,
+    /// Callers waiting for the `initialize` result.
+    handshakes: Vec<Reply>,
+}
+
+impl Routes {
+    pub(super) fn new(share: Share) -> Self {
+        Self {
+            share,
+            next_id: 0,
+            pending: HashMap::new(),
+            queued: Vec::new(),
+            handshakes: Vec::new(),
+        }
+    }
+
+    pub(super) fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Our `initialize`, its answer awaited.
+    pub(super) fn handshake_request(&mut self) -> Message {
+        let id = self.next_id();
+        self.pending.insert(id, Waiting::Handshake);
+        let params = InitializeParams {
+            protocol_version: UPSTREAM_VERSION.into(),
+            capabilities: ClientCapabilities {
+                sampling: Some(JsonObject::new()),
+                elicitation: Some(JsonObject::new()),
+                roots: Some(JsonObject::from_iter([("listChanged".into(), true.into())])),
+                other: JsonObject::new(),
+            },
+            client_info: Implementation {
+                name: "mcpd-gateway".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                title: None,
+            },
+        };
+        Message::Request(Request::typed(request_id(id), methods::INITIALIZE, &params))
+    }
+
+    /// The request that relays `call` upstream as `id`, its answer awaited.
+    pub(super) fn start_call(&mut self, id: u64, call: Call) -> Message {
+        let Call {
+            method,
+            mut params,
+            ctx,
+            reply,
+        } = call;
+        let token = ctx
+            .as_ref()
+            .filter(|c| c.wants_progress())
+            .map(|_| Value::from(format!("mcpd-{id}")));
+        if let Some(p) = params.as_mut() {
+            // The downstream token is the client's; the upstream gets ours.
+            if let Some(Value::Object(meta)) = p.get_mut("_meta") {
+                meta.remove("progressToken");
+                if meta.is_empty() {
+                    p.remove("_meta");
+                }
+            }
+        }
+        if let Some(t) = &token {
+            let p = params.get_or_insert_with(JsonObject::new);
+            let meta = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(m) = meta {
+                m.insert("progressToken".into(), t.clone());
+            }
+        }
+        self.pending.insert(id, Waiting::Call { reply, ctx, token });
+        Message::Request(Request::new(request_id(id), method, params))
+    }
+
+    pub(super) fn queue(&mut self, id: u64, call: Call) {
+        self.queued.push((id, call));
+    }
+
+    pub(super) fn take_queued(&mut self) -> Vec<(u64, Call)> {
+        std::mem::take(&mut self.queued)
+    }
+
+    pub(super) fn wait_handshake(&mut self, reply: Reply) {
+        self.handshakes.push(reply);
+    }
+
+    pub(super) fn take_handshakes(&mut self) -> Vec<Reply> {
+        std::mem::take(&mut self.handshakes)
+    }
+
+    /// Who waited for the answer to `id`; `None` once abandoned, or for an
+    /// id from before a restart.
+    pub(super) fn answered(&mut self, id: &RequestId) -> Option<Waiting> {
+        match id {
+            RequestId::Int(i) => self.pending.remove(&u64::try_from(*i).ok()?),
+            RequestId::Str(_) => None,
+        }
+    }
+
+    /// Forgets `id`; true when it was sent upstream (so the upstream should
+    /// hear it was cancelled).
+    pub(super) fn abandon(&mut self, id: u64) -> bool {
+        self.queued.retain(|(q, _)| *q != id);
+        self.pending.remove(&id).is_some()
+    }
+
+    /// The link is lost: calls it carried fail with `sent`; calls and
+    /// handshakes still waiting for it, with `unsent`.
+    pub(super) fn fail_all(&mut self, sent: &ErrorObject, unsent: &ErrorObject) {
+        for (_, w) in self.pending.drain() {
+            if let Waiting::Call { reply, .. } = w {
+                let _ = reply.send(Err(sent.clone()));
+            }
+        }
+        for (_, call) in self.queued.drain(..) {
+            let _ = call.reply.send(Err(unsent.clone()));
+        }
+        for h in self.handshakes.drain(..) {
+            let _ = h.send(Err(unsent.clone()));
+        }
+    }
+
+    /// The downstream request an upstream message without a request id
+    /// belongs to: with a connection per session, the latest call; with a
+    /// shared one, only when exactly one call is in flight (otherwise it
+    /// could reach the wrong client).
+    pub(super) fn owner(&self, related: Option<u64>) -> Option<RequestContext> {
+        // A message on a request's own response stream is that request's.
+        if let Some(Waiting::Call { ctx: Some(c), .. }) = related.and_then(|r| self.pending.get(&r))
+        {
+            return Some(c.clone());
+        }
+        let mut calls = self.pending.iter().filter_map(|(id, w)| match w {
+            Waiting::Call { ctx: Some(c), .. } => Some((*id, c)),
+            _ => None,
+        });
+        match self.share {
+            Share::Session => calls.max_by_key(|(id, _)| *id).map(|(_, c)| c.clone()),
+            Share::Shared => {
+                let first = calls.next()?;
+                calls.next().is_none().then(|| first.1.clone())
+            }
+        }
+    }
+
+    /// The downstream request whose progress `token` reports.
+    pub(super) fn progress_owner(&self, token: &ProgressToken) -> Option<RequestContext> {
+        self.pending.values().find_map(|w| match w {
+            Waiting::Call {
+                ctx: Some(c),
+                token: Some(t),
+                ..
+            } if t == token => Some(c.clone()),
+            _ => None,
+        })
+    }
+}
+
+fn request_id(id: u64) -> RequestId {
+    // Ids count up from 1: an i64 runs out long after the process does.
+    RequestId::Int(id as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use mcpd_core::context::{ContextParts, Peer, PeerError};
+    use mcpd_protocol::types::LoggingLevel;
+    use mcpd_protocol::ProtocolVersion;
+    use serde_json::json;
+
+    use super::*;
+
+    struct NoPeer;
+
+    #[async_trait]
+    impl Peer for NoPeer {
+        async fn notify(&self, _: &'static str, _: Value) -> Result<(), PeerError> {
+            Ok(())
+        }
+        async fn log(&self, _: LoggingLevel, _: Option<String>, _: Value) -> Result<(), PeerError> {
+            Ok(())
+        }
+        async fn request(
+            &self,
+            _: &str,
+            _: &'static str,
+            _: Value,
+            _: Duration,
+        ) -> Result<Value, PeerError> {
+            Err(PeerError::Gone)
+        }
+    }
+
+    fn ctx(n: i64, progress: bool) -> RequestContext {
+        RequestContext::new(ContextParts {
+            request_id: RequestId::Int(n),
+            progress_token: progress.then(|| json!("client-token")),
+            client_capabilities: Arc::default(),
+            protocol_version: ProtocolVersion::LATEST,
+            session_id: None,
+            peer: Arc::new(NoPeer),
+            ask_timeout: Duration::from_secs(1),
+            caller: Default::default(),
+        })
+    }
+
+    fn call(ctx: Option<RequestContext>, params: Value) -> Call {
+        Call {
+            method: "tools/call".into(),
+            params: params.as_object().cloned(),
+            ctx,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    fn params(m: &Message) -> Value {
+        match m {
+            Message::Request(r) => Value::Object(r.params.clone().unwrap_or_default()),
+            _ => panic!("not a request: {m:?}"),
+        }
+    }
+
+    #[test]
+    fn the_upstream_gets_our_progress_token_not_the_clients() {
+        let mut r = Routes::new(Share::Shared);
+        let with_token = json!({"name": "x", "_meta": {"progressToken": "client-token"}});
+        let id = r.next_id();
+        let m = r.start_call(id, call(Some(ctx(1, true)), with_token.clone()));
+        assert_eq!(
+            params(&m),
+            json!({"name": "x", "_meta": {"progressToken": format!("mcpd-{id}")}})
+        );
+        assert!(r.progress_owner(&json!(format!("mcpd-{id}"))).is_some());
+        assert!(r.progress_owner(&json!("client-token")).is_none());
+        // A client that asked for no progress: its stray token is dropped.
+        let id = r.next_id();
+        let m = r.start_call(id, call(Some(ctx(2, false)), with_token));
+        assert_eq!(params(&m), json!({"name": "x"}));
+    }
+
+    #[test]
+    fn a_shared_connection_relays_only_when_one_call_is_in_flight() {
+        let mut r = Routes::new(Share::Shared);
+        assert!(r.owner(None).is_none());
+        let a = r.next_id();
+        r.start_call(a, call(Some(ctx(10, false)), json!({})));
+        assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(10));
+        let b = r.next_id();
+        r.start_call(b, call(Some(ctx(20, false)), json!({})));
+        assert!(r.owner(None).is_none());
+        // On a request's own response stream, that request's client.
+        assert_eq!(r.owner(Some(b)).unwrap().request_id(), &RequestId::Int(20));
+        assert!(r.abandon(b) && !r.abandon(b));
+        assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(10));
+    }
+
+    #[test]
+    fn a_session_connection_relays_to_the_latest_call() {
+        let mut r = Routes::new(Share::Session);
+        for n in [1, 2] {
+            let id = r.next_id();
+            r.start_call(id, call(Some(ctx(n, false)), json!({})));
+        }
+        assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(2));
+    }
+
+    #[test]
+    fn answers_reach_who_waits_once() {
+        let mut r = Routes::new(Share::Shared);
+        let Message::Request(init) = r.handshake_request() else {
+            panic!("initialize is a request")
+        };
+        assert_eq!(init.method, methods::INITIALIZE);
+        assert_eq!(
+            params(&Message::Request(init.clone()))["capabilities"],
+            json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}})
+        );
+        assert!(matches!(r.answered(&init.id), Some(Waiting::Handshake)));
+        assert!(r.answered(&init.id).is_none());
+        assert!(r.answered(&RequestId::Str("1".into())).is_none());
+    }
+}
