@@ -51,6 +51,20 @@ pub enum Control {
 }
 
 impl Control {
+    /// The session the message is about (`None` for an acknowledgement).
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Control::Cancel { s, .. }
+            | Control::Answer { s, .. }
+            | Control::End { s, .. }
+            | Control::Reload { s, .. }
+            | Control::Wake { s, .. }
+            | Control::Tail { s, .. }
+            | Control::GetMoved { s, .. } => Some(s),
+            Control::Ack { .. } => None,
+        }
+    }
+
     pub fn to_bytes(&self) -> Bytes {
         Bytes::from(serde_json::to_vec(self).unwrap_or_default())
     }

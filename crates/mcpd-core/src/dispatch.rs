@@ -123,7 +123,7 @@ impl McpServer {
                 )))),
             },
             (None, Some(f)) => forward(f.clone(), method, params, ctx),
-            (None, None) => self.dispatch_inner(method, params, ctx),
+            (None, None) => self.dispatch_inner(kind, method, params, ctx),
         };
         Box::pin(
             async move {

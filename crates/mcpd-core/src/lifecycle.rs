@@ -1,14 +1,13 @@
 //! A session's start and the server's end, in one place for every
 //! transport (POST, HTTP+SSE, stdio): `initialize` (negotiation, the
-//! session cap, the directory record), the rules for requests before and
-//! after it, one error mapping, readiness, and shutdown.
+//! session cap, the directory record) with one error mapping, readiness,
+//! and shutdown.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::types::{parse_params_owned, InitializeParams, InitializeResult, JsonObject};
-use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
+use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use mcpd_store::{EventLog, SessionDirectory, StoreError};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -54,32 +53,6 @@ impl InitializeError {
             Self::InvalidParams(e) | Self::Upstream(e) => e.clone(),
             other => ErrorObject::new(ErrorCode::OVERLOADED, other.to_string()),
         }
-    }
-}
-
-/// Where a session-era message stands before the session exists or after.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// An `initialize` request: start a session.
-    Initialize,
-    /// `initialize` again on an initialised session.
-    AlreadyInitialized,
-    /// Anything else before `initialize` (`ping` excepted).
-    NotInitialized,
-    /// Goes to the session (or, before one, a `ping` answered at once).
-    Proceed,
-}
-
-/// The lifecycle rule for `msg`, given whether a session exists.
-pub fn step(msg: &Message, has_session: bool) -> Step {
-    let Message::Request(r) = msg else {
-        return Step::Proceed;
-    };
-    match (Method::parse(&r.method), has_session) {
-        (Some(Method::Initialize), false) => Step::Initialize,
-        (Some(Method::Initialize), true) => Step::AlreadyInitialized,
-        (Some(Method::Ping), _) | (_, true) => Step::Proceed,
-        (_, false) => Step::NotInitialized,
     }
 }
 

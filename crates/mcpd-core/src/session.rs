@@ -137,6 +137,11 @@ pub struct ReleaseForShutdown {
     pub get_only: bool,
 }
 
+/// The empty result (`{}`) of a request that returns nothing.
+fn empty() -> Value {
+    Value::Object(mcpd_protocol::types::JsonObject::new())
+}
+
 // === impl SessionActor ===
 
 impl SessionActor {

@@ -381,26 +381,12 @@ impl Stores {
 struct Tables(Vec<Arc<SessionTable>>);
 
 impl Inbox for Tables {
+    /// To the table that holds the message's session; one that none holds
+    /// (an `End` or `Reload` is acknowledged all the same) to the first.
     fn deliver(&self, msg: Control) {
-        match &msg {
-            // Holders answer to End/Reload whether or not they hold it: the
-            // table that does (or the first) answers.
-            Control::End { s, .. }
-            | Control::Reload { s, .. }
-            | Control::Cancel { s, .. }
-            | Control::Answer { s, .. }
-            | Control::Wake { s, .. }
-            | Control::Tail { s, .. }
-            | Control::GetMoved { s, .. } => {
-                let t = self
-                    .0
-                    .iter()
-                    .find(|t| t.get(s).is_some())
-                    .unwrap_or(&self.0[0]);
-                t.deliver(msg);
-            }
-            Control::Ack { .. } => self.0[0].deliver(msg),
-        }
+        let held = |t: &&Arc<SessionTable>| msg.session().is_some_and(|s| t.get(s).is_some());
+        let table = self.0.iter().find(held).unwrap_or(&self.0[0]);
+        table.deliver(msg);
     }
 }
 

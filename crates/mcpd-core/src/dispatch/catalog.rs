@@ -17,8 +17,10 @@ use crate::context::RequestContext;
 use crate::handler::ToolError;
 
 impl McpServer {
+    /// `kind`: `method` as the table knows it (parsed once, by `dispatch`).
     pub(super) fn dispatch_inner(
         self: &Arc<Self>,
+        kind: Option<Method>,
         method: String,
         params: Option<JsonObject>,
         ctx: RequestContext,
@@ -27,7 +29,7 @@ impl McpServer {
         Box::pin(async move {
             let p = params.as_ref();
             let v = ctx.protocol_version();
-            match Method::parse(&method) {
+            match kind {
                 Some(Method::Ping) => Ok(Value::Object(JsonObject::new())),
                 Some(Method::ToolsList) => {
                     let ListParams { cursor } = parse_params(p)?;

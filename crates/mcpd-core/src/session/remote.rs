@@ -6,11 +6,10 @@ use std::sync::Arc;
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc;
 use mcpd_protocol::methods as m;
-use mcpd_protocol::types::JsonObject;
 use mcpd_protocol::{ErrorObject, RequestId};
 use serde_json::Value;
 
-use super::{SessionActor, SessionRecord};
+use super::{empty, SessionActor, SessionRecord};
 use crate::cluster::Control;
 use crate::feed::Changed;
 use crate::registry::Change;
@@ -159,8 +158,4 @@ impl Handler<Changed> for SessionActor {
         self.streams.send_interim(&target, &message);
         self.drive(ctx);
     }
-}
-
-fn empty() -> Value {
-    Value::Object(JsonObject::new())
 }

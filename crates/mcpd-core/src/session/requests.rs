@@ -10,13 +10,13 @@ use actix::prelude::*;
 use mcpd_protocol::jsonrpc::{self, Notification, Request, Response};
 use mcpd_protocol::methods::{self as m, Handler as By};
 use mcpd_protocol::types::{
-    parse_params, CancelledParams, JsonObject, LoggingLevel, SetLevelParams, UriParams,
+    parse_params, CancelledParams, LoggingLevel, SetLevelParams, UriParams,
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, Method, RequestId};
 use serde_json::Value;
 
 use super::peer::{Ask, AskTimedOut, Emit, Log, Release, SessionPeer};
-use super::{InFlight, Outgoing, SessionActor};
+use super::{empty, InFlight, Outgoing, SessionActor};
 use crate::caller::Caller;
 use crate::context::{ContextParts, PeerError, RequestContext};
 use crate::request::{report_to, Cancel, RequestActor, RequestDone};
@@ -232,10 +232,6 @@ enum FirstLook {
     Saving,
     /// Run it in a request actor.
     Run,
-}
-
-fn empty() -> Value {
-    Value::Object(JsonObject::new())
 }
 
 impl Handler<RequestDone> for SessionActor {
