@@ -11,6 +11,7 @@ use crate::cluster::Cluster;
 use crate::dispatch::McpServer;
 use crate::feed::ChangeFeed;
 use crate::lifecycle::Lifecycle;
+use crate::session::SessionEnv;
 use crate::sessions::SessionTable;
 use crate::stats::Stats;
 
@@ -38,14 +39,14 @@ impl Node {
             .event_log_errors
             .with_label_values(&[log.backend()]);
         let feed = ChangeFeed::new();
-        let sessions = SessionTable::new(
-            server.clone(),
-            log.clone(),
-            directory.clone(),
-            cluster.clone(),
-            feed.clone(),
-            stats.clone(),
-        );
+        let sessions = SessionTable::new(SessionEnv {
+            server: server.clone(),
+            log: log.clone(),
+            directory: directory.clone(),
+            cluster: cluster.clone(),
+            feed: feed.clone(),
+            stats: stats.clone(),
+        });
         let lifecycle = Lifecycle::new(
             server.clone(),
             sessions.clone(),

@@ -76,6 +76,8 @@ pub struct SessionActor {
     record: SessionRecord,
     caps: Arc<ClientCapabilities>,
     env: SessionEnv,
+    /// The session table's side of this session.
+    slots: Arc<dyn Slots>,
     /// Client → server requests in flight, by the client's id.
     requests: HashMap<RequestId, InFlight>,
     /// Server → client requests awaiting the client's answer, by our id.
@@ -145,7 +147,7 @@ fn empty() -> Value {
 // === impl SessionActor ===
 
 impl SessionActor {
-    pub fn new(init: SessionInit, env: SessionEnv) -> Self {
+    pub fn new(init: SessionInit, env: SessionEnv, slots: Arc<dyn Slots>) -> Self {
         let streams = Streams::new(StreamsConfig {
             session: init.id.clone(),
             version: init.record.version,
@@ -160,6 +162,7 @@ impl SessionActor {
             id: init.id,
             record: init.record,
             env,
+            slots,
             requests: HashMap::new(),
             outgoing: HashMap::new(),
             next_request_key: 0,
@@ -215,7 +218,7 @@ impl SessionActor {
         ctx.spawn(
             actix::fut::wrap_future::<_, Self>(work).map(|deleted, act, ctx| {
                 if deleted {
-                    act.env.slots.drop_local(&act.id);
+                    act.slots.drop_local(&act.id);
                     ctx.stop();
                 }
             }),
@@ -250,7 +253,7 @@ impl Actor for SessionActor {
             self.env.feed.unsubscribe(uri, &self.id);
         }
         self.streams.close_all();
-        self.env.slots.stopped(&self.id, self.expired);
+        self.slots.stopped(&self.id, self.expired);
     }
 }
 

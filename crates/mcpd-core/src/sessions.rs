@@ -12,25 +12,18 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use dashmap::DashMap;
-use mcpd_store::{EventLog, SessionDirectory, StoreError};
+use mcpd_store::StoreError;
 
-use crate::cluster::Cluster;
-use crate::dispatch::McpServer;
-use crate::feed::{Audience, ChangeFeed, Changed};
+use crate::feed::{Audience, Changed};
 use crate::registry::Change;
 use crate::session::{
     ReleaseForShutdown, SessionActor, SessionEnv, SessionInit, SessionRecord, Slots,
 };
-use crate::stats::Stats;
 pub use handle::SessionHandle;
 
 pub struct SessionTable {
-    server: Arc<McpServer>,
-    log: Arc<dyn EventLog>,
-    directory: Arc<dyn SessionDirectory>,
-    cluster: Arc<dyn Cluster>,
-    feed: Arc<ChangeFeed>,
-    stats: Arc<Stats>,
+    /// What every session of this endpoint is started with.
+    env: SessionEnv,
     /// Found on every request: hashed with foldhash, not SipHash (ids are
     /// ours and random; clients only look them up).
     sessions: DashMap<Arc<str>, SessionHandle, foldhash::fast::RandomState>,
@@ -40,21 +33,9 @@ pub struct SessionTable {
 }
 
 impl SessionTable {
-    pub fn new(
-        server: Arc<McpServer>,
-        log: Arc<dyn EventLog>,
-        directory: Arc<dyn SessionDirectory>,
-        cluster: Arc<dyn Cluster>,
-        feed: Arc<ChangeFeed>,
-        stats: Arc<Stats>,
-    ) -> Arc<Self> {
+    pub fn new(env: SessionEnv) -> Arc<Self> {
         Arc::new(Self {
-            server,
-            log,
-            directory,
-            cluster,
-            feed,
-            stats,
+            env,
             sessions: DashMap::with_hasher(Default::default()),
             overloads: Arc::default(),
         })
@@ -81,24 +62,15 @@ impl SessionTable {
         record: SessionRecord,
     ) -> SessionHandle {
         let (version, owner) = (record.version, record.owner.as_deref().map(Arc::from));
-        let env = SessionEnv {
-            server: self.server.clone(),
-            log: self.log.clone(),
-            directory: self.directory.clone(),
-            cluster: self.cluster.clone(),
-            feed: self.feed.clone(),
-            stats: self.stats.clone(),
-            slots: self.clone(),
-        };
         let init = SessionInit {
             id: id.clone(),
             record,
         };
-        let addr = SessionActor::new(init, env).start();
+        let addr = SessionActor::new(init, self.env.clone(), self.clone()).start();
         let handle = SessionHandle::new(id.clone(), version, owner, addr, self.overloads.clone());
         self.sessions.insert(id, handle.clone());
-        self.stats.session_opened();
-        self.server.metrics.sessions_active.inc();
+        self.env.stats.session_opened();
+        self.env.server.metrics.sessions_active.inc();
         handle
     }
 
@@ -114,20 +86,20 @@ impl SessionTable {
         if let Some(h) = self.get(id) {
             return Ok(Some(h));
         }
-        if !self.directory.is_shared()
+        if !self.env.directory.is_shared()
             || id.is_empty()
             || !id.bytes().all(|b| b.is_ascii_alphanumeric())
         {
             return Ok(None);
         }
-        if self.directory.get(id).await?.is_none() {
+        if self.env.directory.get(id).await?.is_none() {
             return Ok(None); // unknown ids leave nothing behind in the store
         }
         // Become a holder, then read the record again: a DELETE racing this
         // rebuild either removed it already (404 here) or sees this replica
         // among the holders and ends its actor.
-        self.cluster.register_holder(id).await?;
-        let Some(bytes) = self.directory.get(id).await? else {
+        self.env.cluster.register_holder(id).await?;
+        let Some(bytes) = self.env.directory.get(id).await? else {
             return Ok(None);
         };
         let Some(record) = SessionRecord::from_bytes(&bytes) else {
@@ -142,7 +114,7 @@ impl SessionTable {
             return Ok(Some(h));
         }
         tracing::info!(session = id, "session rebuilt from the directory");
-        self.server.metrics.sessions_rebuilt.inc();
+        self.env.server.metrics.sessions_rebuilt.inc();
         Ok(Some(self.start_actor(Arc::from(id), record)))
     }
 
@@ -150,22 +122,23 @@ impl SessionTable {
     /// event streams. `Ok(false)`: there was no such session.
     pub async fn terminate(self: &Arc<Self>, id: &str) -> Result<bool, StoreError> {
         let held = self.get(id).is_some();
-        let known = held || (self.directory.is_shared() && self.directory.get(id).await?.is_some());
+        let known =
+            held || (self.env.directory.is_shared() && self.env.directory.get(id).await?.is_some());
         if !known {
             return Ok(false);
         }
         // The record first: if the store is away the session is left intact
         // and the client's retry of DELETE will work.
-        let holders = self.cluster.holders(id).await;
-        self.directory.remove(id).await?;
-        self.server.metrics.sessions_deleted.inc();
+        let holders = self.env.cluster.holders(id).await;
+        self.env.directory.remove(id).await?;
+        self.env.server.metrics.sessions_deleted.inc();
         if let Some((_, h)) = self.sessions.remove(id) {
             h.terminate();
         }
-        self.log.remove_session(id).await;
+        self.env.log.remove_session(id).await;
         // Every other replica drops its actor (stopping requests it runs)
         // before DELETE is answered: no replica serves the session after.
-        self.cluster.end_everywhere(id, holders).await;
+        self.env.cluster.end_everywhere(id, holders).await;
         Ok(true)
     }
 
@@ -200,16 +173,17 @@ impl Slots for SessionTable {
     /// forgets it by its own TTL (another replica may still be using it).
     fn stopped(&self, id: &Arc<str>, expired: bool) {
         self.sessions.remove(id);
-        for f in self.server.forwards() {
+        for f in self.env.server.forwards() {
             f.session_ended(id);
         }
-        self.stats.session_closed();
-        self.server.metrics.sessions_active.dec();
+        self.env.stats.session_closed();
+        self.env.server.metrics.sessions_active.dec();
         if expired {
-            self.server.metrics.sessions_expired.inc();
+            self.env.server.metrics.sessions_expired.inc();
         }
-        if expired && !self.directory.is_shared() {
-            let (log, directory, id) = (self.log.clone(), self.directory.clone(), id.clone());
+        if expired && !self.env.directory.is_shared() {
+            let (log, directory, id) =
+                (self.env.log.clone(), self.env.directory.clone(), id.clone());
             actix::spawn(async move {
                 let _ = directory.remove(&id).await;
                 log.remove_session(&id).await;

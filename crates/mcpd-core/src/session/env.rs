@@ -18,7 +18,8 @@ pub trait Slots: Send + Sync + 'static {
     fn drop_local(&self, id: &str);
 }
 
-/// Everything a session actor uses beyond its own state.
+/// Everything a session actor uses beyond its own state and its table
+/// entry ([`Slots`]): one per endpoint, cloned into each session.
 #[derive(Clone)]
 pub struct SessionEnv {
     pub server: Arc<McpServer>,
@@ -27,5 +28,4 @@ pub struct SessionEnv {
     pub cluster: Arc<dyn Cluster>,
     pub feed: Arc<ChangeFeed>,
     pub stats: Arc<Stats>,
-    pub slots: Arc<dyn Slots>,
 }

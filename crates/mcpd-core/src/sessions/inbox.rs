@@ -8,22 +8,22 @@ use super::SessionTable;
 
 impl Inbox for SessionTable {
     fn deliver(&self, msg: Control) {
-        let me = self.cluster.replica().to_owned();
+        let me = self.env.cluster.replica().to_owned();
         match msg {
             Control::End { s, from, ack } if from != me => {
                 self.drop_local(&s); // it ended elsewhere
-                self.cluster.publish(Some(&from), Control::Ack { ack });
+                self.env.cluster.publish(Some(&from), Control::Ack { ack });
             }
             Control::Reload { s, from, ack } if from != me => {
                 if self.get(&s).is_some() {
                     let ack = Some((from, ack));
                     self.tell(&s, Reload { ack });
                 } else {
-                    self.cluster.publish(Some(&from), Control::Ack { ack });
+                    self.env.cluster.publish(Some(&from), Control::Ack { ack });
                 }
             }
             Control::End { .. } | Control::Reload { .. } => {}
-            Control::Ack { ack } => self.cluster.acked(ack),
+            Control::Ack { ack } => self.env.cluster.acked(ack),
             Control::Cancel { s, id } => self.tell(&s, RemoteCancel { id }),
             Control::Answer { s, id, outcome } => self.tell(&s, RemoteAnswer { id, outcome }),
             Control::Wake { s, stream } => self.tell(&s, Wake { stream }),
