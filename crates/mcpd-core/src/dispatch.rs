@@ -9,6 +9,7 @@ mod outcome;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::methods::Handler;
 use mcpd_protocol::types::{
     Implementation, JsonObject, ListChangedCapability, ResourcesCapability, ServerCapabilities,
@@ -93,27 +94,28 @@ impl McpServer {
     /// counted (a dropped future counts as cancelled).
     pub fn dispatch(
         self: &Arc<Self>,
-        method: String,
-        params: Option<JsonObject>,
-        server_id: Option<String>,
+        req: Request,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
-        let kind = Method::parse(&method);
-        let tool = (kind == Some(Method::ToolsCall)).then(|| {
-            let name = params.as_ref().and_then(|p| p.get("name")?.as_str());
-            Box::from(self.metrics.tool_label(name.unwrap_or("")))
-        });
+        let kind = req.kind;
+        let tool = (kind == Some(Method::ToolsCall))
+            .then(|| Box::from(self.metrics.tool_label(req.target().unwrap_or(""))));
         let mut watch = Outcome::start(self.metrics.clone(), kind, tool);
         if self.audit_tool_calls && kind == Some(Method::ToolsCall) {
-            let name = params.as_ref().and_then(|p| p.get("name")?.as_str());
             watch.audit = Some(Audit {
                 principal: ctx.caller().principal.clone(),
                 session: ctx.session_id().map(Box::from),
                 request: ctx.request_id().to_string().into(),
-                tool: name.unwrap_or("").into(),
+                tool: req.target().unwrap_or("").into(),
             });
         }
-        let span = request_span(&method, params.as_ref(), &ctx);
+        let span = request_span(&req, &ctx);
+        let Request {
+            method,
+            params,
+            server_id,
+            ..
+        } = req;
         let inner = match (server_id, &self.forward_all) {
             (Some(id), _) => match self.routes.get(&id) {
                 Some(f) => forward(f.clone(), method, params, ctx),

@@ -18,7 +18,8 @@
 //! - [`cluster`]: what replicas sharing a store tell each other, behind one
 //!   trait (local or shared), chosen once.
 //! - [`sessions`]: the session table and [`SessionHandle`];
-//!   [`lifecycle`]: `initialize`, readiness, shutdown.
+//!   [`lifecycle`]: what a connection may send before and after
+//!   `initialize`, `initialize` itself, readiness, shutdown.
 //! - [`stateless`], [`listen`]: the 2026-07-28 era's way in.
 //! - [`node`]: one process's core, wired ([`Node`]).
 
@@ -48,7 +49,7 @@ pub use context::RequestContext;
 pub use dispatch::McpServer;
 pub use forward::Forward;
 pub use handler::{tool_fn, CacheHints, PromptProvider, ResourceProvider, Tool, ToolError};
-pub use lifecycle::{InitializeError, Lifecycle};
+pub use lifecycle::{Admission, InitializeError, Lifecycle, LifecycleError};
 pub use limits::Limits;
 pub use mcpd_store::StoreError;
 pub use node::{new_replica_id, Node};

@@ -1,13 +1,15 @@
 //! A session's start and the server's end, in one place for every
-//! transport (POST, HTTP+SSE, stdio): `initialize` (negotiation, the
-//! session cap, the directory record) with one error mapping, readiness,
-//! and shutdown.
+//! transport (POST, HTTP+SSE, stdio): the rule of what a connection may
+//! send before and after `initialize` ([`admit`]), `initialize` itself
+//! (negotiation, the session cap, the directory record) with one error
+//! mapping, readiness, and shutdown.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use mcpd_protocol::jsonrpc::{self, Message};
 use mcpd_protocol::types::{parse_params_owned, InitializeParams, InitializeResult, JsonObject};
-use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
+use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use mcpd_store::{EventLog, SessionDirectory, StoreError};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -17,6 +19,79 @@ use crate::cluster::Cluster;
 use crate::dispatch::McpServer;
 use crate::session::SessionRecord;
 use crate::sessions::{SessionHandle, SessionTable};
+
+/// What a body may do on a connection, by the lifecycle's rules
+/// (lifecycle-and-features.md §1): [`admit`] decides, the transport acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// One `initialize` request on a connection without a session: start one
+    /// with [`Lifecycle::initialize`].
+    Initialize,
+    /// Messages for the connection's session.
+    Session,
+    /// Before `initialize`, only pings (answered by [`pongs`]) and
+    /// notifications (nothing to do yet).
+    BeforeInitialize,
+}
+
+/// A body the lifecycle refuses: a JSON-RPC Invalid Request (HTTP 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("initialize must be sent alone, not in a JSON-RPC batch")]
+    InitializeInBatch,
+    #[error("Session already initialized: a new session starts with initialize without Mcp-Session-Id (HTTP) or on a new connection (HTTP+SSE, stdio)")]
+    AlreadyInitialized,
+    #[error("send initialize first: before the session is initialized only ping is answered")]
+    NotInitialized,
+}
+
+impl LifecycleError {
+    pub fn to_error(self) -> ErrorObject {
+        ErrorObject::new(ErrorCode::INVALID_REQUEST, self.to_string())
+    }
+}
+
+/// The lifecycle's rule for one body, the same on every transport:
+/// `initialize` comes alone and once per session; before it, only pings.
+pub fn admit(
+    messages: &[Message],
+    batch: bool,
+    initialized: bool,
+) -> Result<Admission, LifecycleError> {
+    let is = |m: &Message, method| matches!(m, Message::Request(r) if r.kind == Some(method));
+    let init = messages.iter().any(|m| is(m, Method::Initialize));
+    match (init, initialized) {
+        (true, true) => Err(LifecycleError::AlreadyInitialized),
+        (true, false) if batch => Err(LifecycleError::InitializeInBatch),
+        (true, false) => Ok(Admission::Initialize),
+        (false, true) => Ok(Admission::Session),
+        (false, false) => {
+            let only_pings = messages
+                .iter()
+                .all(|m| !matches!(m, Message::Request(_)) || is(m, Method::Ping));
+            if only_pings {
+                Ok(Admission::BeforeInitialize)
+            } else {
+                Err(LifecycleError::NotInitialized)
+            }
+        }
+    }
+}
+
+/// The answers to a body admitted [`Admission::BeforeInitialize`]: `{}`
+/// for each ping.
+pub fn pongs(messages: &[Message]) -> Vec<Vec<u8>> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(jsonrpc::result_bytes(&r.id, &EmptyResult {})),
+            _ => None,
+        })
+        .collect()
+}
+
+#[derive(serde::Serialize)]
+struct EmptyResult {}
 
 /// Why `initialize` did not create a session.
 #[derive(Debug, thiserror::Error)]
@@ -184,4 +259,73 @@ impl Lifecycle {
 /// A result serialised once (serialising our own types cannot fail).
 fn to_raw(v: &impl serde::Serialize) -> Box<RawValue> {
     serde_json::value::to_raw_value(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use mcpd_protocol::jsonrpc::Body;
+
+    use super::{admit, pongs, Admission, LifecycleError};
+
+    fn body(json: &str) -> Body {
+        Body::parse(json.as_bytes()).expect("a valid body")
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    const CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    const NOTE: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+    #[test]
+    fn the_rule_for_every_kind_of_body() {
+        use Admission::*;
+        use LifecycleError::*;
+        let batch = |items: &[&str]| format!("[{}]", items.join(","));
+        let cases: Vec<(String, bool, Result<Admission, LifecycleError>)> = vec![
+            (INIT.into(), false, Ok(Initialize)),
+            (INIT.into(), true, Err(AlreadyInitialized)),
+            (batch(&[INIT, PING]), false, Err(InitializeInBatch)),
+            (batch(&[INIT]), false, Err(InitializeInBatch)),
+            (batch(&[PING, INIT]), true, Err(AlreadyInitialized)),
+            (PING.into(), false, Ok(BeforeInitialize)),
+            (NOTE.into(), false, Ok(BeforeInitialize)),
+            (batch(&[PING, NOTE]), false, Ok(BeforeInitialize)),
+            (CALL.into(), false, Err(NotInitialized)),
+            (batch(&[PING, CALL]), false, Err(NotInitialized)),
+            (CALL.into(), true, Ok(Session)),
+            (PING.into(), true, Ok(Session)),
+            (batch(&[CALL, NOTE]), true, Ok(Session)),
+        ];
+        for (json, initialized, want) in cases {
+            let b = body(&json);
+            assert_eq!(
+                admit(b.messages(), b.is_batch(), initialized),
+                want,
+                "{json} (initialized: {initialized})"
+            );
+        }
+    }
+
+    #[test]
+    fn pings_before_initialize_get_empty_results() {
+        let b = body(&format!("[{PING},{NOTE}]"));
+        let answers: Vec<String> = pongs(b.messages())
+            .into_iter()
+            .map(|a| String::from_utf8(a).expect("UTF-8"))
+            .collect();
+        assert_eq!(answers, [r#"{"jsonrpc":"2.0","id":2,"result":{}}"#]);
+    }
+
+    #[test]
+    fn refusals_are_invalid_requests_that_say_what_to_do() {
+        let e = LifecycleError::NotInitialized.to_error();
+        assert_eq!(e.code.0, -32600);
+        assert!(e.message.contains("send initialize first"), "{}", e.message);
+        let e = LifecycleError::AlreadyInitialized.to_error();
+        assert!(
+            e.message.contains("without Mcp-Session-Id"),
+            "{}",
+            e.message
+        );
+    }
 }

@@ -48,20 +48,16 @@ pub struct ModernMeta {
 }
 
 impl ModernMeta {
-    /// Whether `params._meta` claims the stateless era.
-    pub fn is_claimed(params: Option<&JsonObject>) -> bool {
-        params
-            .and_then(|p| p.get("_meta"))
-            .and_then(Value::as_object)
-            .is_some_and(|m| m.contains_key(meta::PROTOCOL_VERSION))
+    /// Whether a message's `params._meta` claims the stateless era.
+    pub fn is_claimed(meta: Option<&JsonObject>) -> bool {
+        meta.is_some_and(|m| m.contains_key(meta::PROTOCOL_VERSION))
     }
 
     /// Reads `params._meta`; a missing or malformed required key is `-32602`.
-    pub fn parse(params: Option<&JsonObject>) -> Result<Self, ErrorObject> {
+    pub fn parse(req: &Request) -> Result<Self, ErrorObject> {
         let bad = |msg: String| ErrorObject::invalid_params(msg);
-        let m = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(Value::as_object)
+        let m = req
+            .meta()
             .ok_or_else(|| bad("params._meta is required at protocol version 2026-07-28".into()))?;
         let protocol_version = m
             .get(meta::PROTOCOL_VERSION)
@@ -97,10 +93,7 @@ impl ModernMeta {
                 ))
             })?),
         };
-        let progress_token = m
-            .get("progressToken")
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let progress_token = req.progress_token().cloned();
         Ok(Self {
             protocol_version,
             client_capabilities,
@@ -144,7 +137,7 @@ impl Stateless {
     /// Adds `resultType`, server info and cache hints to a result.
     fn decorate(
         &self,
-        method: &str,
+        method: Option<Method>,
         outcome: Result<Value, ErrorObject>,
     ) -> Result<Value, ErrorObject> {
         match outcome {
@@ -152,7 +145,7 @@ impl Stateless {
                 let complete = !r.contains_key("resultType");
                 r.entry("resultType")
                     .or_insert_with(|| Value::from("complete"));
-                if complete && Method::parse(method).is_some_and(|m| m.info().cacheable) {
+                if complete && method.is_some_and(|m| m.info().cacheable) {
                     // A provider's own hints (already in the result) win.
                     r.entry("ttlMs")
                         .or_insert_with(|| Value::from(self.cache.ttl_ms));
@@ -187,7 +180,7 @@ impl Stateless {
         if let Some(i) = &self.server.instructions {
             result["instructions"] = Value::from(i.clone());
         }
-        self.decorate(m::SERVER_DISCOVER, Ok(result))
+        self.decorate(Some(Method::ServerDiscover), Ok(result))
             .unwrap_or(Value::Null)
     }
 
@@ -197,16 +190,16 @@ impl Stateless {
     pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
         let limits = &self.server.limits;
         let (tx, rx) = crate::stream::channel(limits.stream_buffer);
-        let method = req.method.clone();
+        let method = req.kind;
         let id = req.id.clone();
         let binding = binding(&req, &caller);
         let answers = match self.collect_answers(req.params.as_ref(), &binding) {
             Ok(a) => a,
             Err(e) => {
-                let _ = tx.try_send(StreamItem::Json(to_bytes(&jsonrpc::error_response(
-                    Some(&id),
-                    &e,
-                ))));
+                let _ = tx.try_send(StreamItem::Json {
+                    data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
+                    error: Some(e.code),
+                });
                 return rx;
             }
         };
@@ -218,7 +211,7 @@ impl Stateless {
             log_level: meta.log_level,
             answers: answers.clone(),
             mrtr: mrtr.clone(),
-            may_ask: Method::parse(&method).is_some_and(|m| m.info().may_ask),
+            may_ask: method.is_some_and(|m| m.info().may_ask),
         };
         let rctx = RequestContext::new(ContextParts {
             request_id: id.clone(),
@@ -230,9 +223,7 @@ impl Stateless {
             ask_timeout: limits.client_request_timeout,
             caller,
         });
-        let work = self
-            .server
-            .dispatch(method.clone(), req.params, req.server_id, rctx.clone());
+        let work = self.server.dispatch(req, rctx.clone());
         let this = self.clone();
         let driver = {
             let mrtr = mrtr.clone();
@@ -247,7 +238,7 @@ impl Stateless {
         };
         let writer = tx.clone();
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
-            let outcome = this.decorate(&method, outcome);
+            let outcome = this.decorate(method, outcome);
             let bytes = Bytes::from(jsonrpc::outcome_bytes(&id, &outcome));
             let item = if emitted.load(Ordering::Acquire) {
                 StreamItem::Event {
@@ -256,7 +247,10 @@ impl Stateless {
                     retry_ms: None,
                 }
             } else {
-                StreamItem::Json(bytes)
+                StreamItem::Json {
+                    data: bytes,
+                    error: outcome.as_ref().err().map(|e| e.code),
+                }
             };
             // The final message waits for room rather than being dropped.
             actix::spawn(async move {

@@ -7,14 +7,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll, Waker};
 
 use bytes::Bytes;
+use mcpd_protocol::ErrorCode;
 
 /// One item of a response stream. The transport writes the first item to
 /// decide between a JSON body and an SSE stream; the stream ends when the
 /// sender is dropped.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamItem {
-    /// The complete answer as one JSON body; nothing follows.
-    Json(Bytes),
+    /// The complete answer as one JSON body; nothing follows. `error` is
+    /// the answer's JSON-RPC error code when it is an error (a transport
+    /// may choose its status by it without reading the bytes again).
+    Json {
+        data: Bytes,
+        error: Option<ErrorCode>,
+    },
     /// One SSE event. Empty `data` is a priming event (it only carries an id).
     Event {
         id: String,

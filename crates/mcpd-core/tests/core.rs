@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcpd_core::context::{ContextParts, Peer, PeerError};
 use mcpd_core::{tool_fn, Caller, Limits, McpServer, Registry, RequestContext};
+use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::types::{CallToolResult, Implementation, JsonObject, LoggingLevel};
 use mcpd_protocol::{ProtocolVersion, RequestId};
 use schemars::JsonSchema;
@@ -73,6 +74,10 @@ fn context(id: i64) -> RequestContext {
     })
 }
 
+fn request(id: i64, method: &str, params: Option<JsonObject>) -> Request {
+    Request::new(RequestId::Int(id), method, params)
+}
+
 fn params(v: Value) -> Option<JsonObject> {
     match v {
         Value::Object(o) => Some(o),
@@ -84,7 +89,7 @@ fn params(v: Value) -> Option<JsonObject> {
 async fn tools_list_shows_the_registered_tool() {
     let server = echo_server();
     let result = server
-        .dispatch("tools/list".into(), None, None, context(1))
+        .dispatch(request(1, "tools/list", None), context(1))
         .await
         .expect("tools/list answers");
     let tools = result["tools"].as_array().expect("a tools array");
@@ -102,7 +107,7 @@ async fn tools_call_returns_the_tools_result() {
     let server = echo_server();
     let call = params(json!({"name": "echo", "arguments": {"message": "hi"}}));
     let result = server
-        .dispatch("tools/call".into(), call, None, context(2))
+        .dispatch(request(2, "tools/call", call), context(2))
         .await
         .expect("tools/call answers");
     assert_eq!(result["content"], json!([{"type": "text", "text": "hi"}]));
@@ -114,7 +119,7 @@ async fn an_unknown_tool_is_invalid_params() {
     let server = echo_server();
     let call = params(json!({"name": "nope", "arguments": {}}));
     let err = server
-        .dispatch("tools/call".into(), call, None, context(3))
+        .dispatch(request(3, "tools/call", call), context(3))
         .await
         .expect_err("an unknown tool is an error");
     assert_eq!(err.code.0, -32602, "{err}");

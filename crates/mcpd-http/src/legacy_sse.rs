@@ -13,9 +13,10 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use dashmap::DashMap;
+use mcpd_core::lifecycle::{self, Admission, LifecycleError};
 use mcpd_core::{Node, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
-use mcpd_protocol::{methods, ErrorObject};
+use mcpd_protocol::ErrorObject;
 use tokio::sync::mpsc;
 
 use crate::error::HttpError;
@@ -166,34 +167,28 @@ pub async fn message(
     state
         .security
         .check_scopes(&access, body.messages(), state.metrics())?;
-    let init = body
-        .messages()
-        .iter()
-        .position(|m| matches!(m, Message::Request(r) if r.method == methods::INITIALIZE));
-    match (init, conn.session()) {
-        (Some(_), Some(_)) => {
-            return Err(HttpError::BadRequest(
-                "this connection's session is already initialized".into(),
-            ));
-        }
-        (Some(_), None) if body.is_batch() => {
-            return Err(HttpError::BadRequest(
-                "initialize must not be part of a JSON-RPC batch".into(),
-            ));
-        }
-        (Some(_), None) => {
+    let session = conn.session();
+    let admission = lifecycle::admit(body.messages(), body.is_batch(), session.is_some())
+        .map_err(|e| HttpError::BadRequest(e.to_string()))?;
+    match admission {
+        Admission::Initialize => {
             let Message::Request(r) = body.into_messages().remove(0) else {
-                unreachable!("checked above")
+                unreachable!("admitted: the body is one initialize request")
             };
             state.security.admit_session(&access, state.metrics())?;
             initialize(&state.node, &conn, r, &access.caller).await?;
         }
-        (None, None) => {
-            return Err(HttpError::BadRequest(
-                "send initialize first on this connection".into(),
-            ));
+        Admission::BeforeInitialize => {
+            for pong in lifecycle::pongs(body.messages()) {
+                let _ = conn.tx.send(message_event(&pong)).await;
+            }
         }
-        (None, Some(session)) => {
+        Admission::Session => {
+            let Some(session) = session else {
+                return Err(HttpError::BadRequest(
+                    LifecycleError::NotInitialized.to_string(),
+                ));
+            };
             session
                 .post_on_connection(body.into_messages(), access.caller)
                 .await?
@@ -219,7 +214,7 @@ async fn initialize(
             actix_web::rt::spawn(async move {
                 while let Some(item) = rx.recv().await {
                     let data = match item {
-                        StreamItem::Event { data, .. } | StreamItem::Json(data)
+                        StreamItem::Event { data, .. } | StreamItem::Json { data, .. }
                             if !data.is_empty() =>
                         {
                             data

@@ -105,7 +105,7 @@ pub async fn post(
             ))
         }
         method
-            if Method::parse(method).is_some_and(|m| !m.info().in_stateless_era())
+            if req.kind.is_some_and(|m| !m.info().in_stateless_era())
                 || !state.node.server.answers(method, req.server_id.as_deref()) =>
         {
             Err(rpc(
@@ -117,14 +117,9 @@ pub async fn post(
         _ => {
             let mut rx = state.stateless.run(req, meta, caller);
             match rx.recv().await {
-                Some(StreamItem::Json(json)) => {
-                    let status = match serde_json::from_slice::<Value>(&json)
-                        .ok()
-                        .and_then(|v| v["error"]["code"].as_i64())
-                    {
-                        Some(c) if c == ErrorCode::MISSING_CLIENT_CAPABILITY.0 => {
-                            StatusCode::BAD_REQUEST
-                        }
+                Some(StreamItem::Json { data: json, error }) => {
+                    let status = match error {
+                        Some(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
                         _ => StatusCode::OK,
                     };
                     Ok(HttpResponse::build(status)
@@ -147,9 +142,8 @@ pub async fn post(
 /// the official suite expects: header/body agreement, then the version, then
 /// the rest of the envelope.
 fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta, HttpError> {
-    let params = req.params.as_ref();
-    let claimed = params
-        .and_then(|p| p.get("_meta"))
+    let claimed = req
+        .meta()
         .and_then(|m| m.get(meta::PROTOCOL_VERSION))
         .and_then(Value::as_str)
         .ok_or_else(|| {
@@ -196,7 +190,7 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
             .with_data(json!({ "supported": version::all_list(), "requested": claimed })),
         ));
     }
-    let meta = ModernMeta::parse(params).map_err(|e| rpc(StatusCode::BAD_REQUEST, req, e))?;
+    let meta = ModernMeta::parse(req).map_err(|e| rpc(StatusCode::BAD_REQUEST, req, e))?;
     match raw_header(h, METHOD_HEADER) {
         Some(Ok(v)) if v == req.method => {}
         Some(Ok(v)) => {
@@ -212,12 +206,8 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
         None => return Err(mismatch(req, "the Mcp-Method header is required".into())),
     }
     // The routing target `Mcp-Name` mirrors (the method table's `target`).
-    let name_key = Method::parse(&req.method).and_then(|m| m.info().target);
-    if let Some(key) = name_key {
-        let body = params
-            .and_then(|p| p.get(key))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+    if req.kind.and_then(|m| m.info().target).is_some() {
+        let body = req.target().unwrap_or_default();
         match raw_header(h, NAME_HEADER) {
             Some(Ok(v)) => {
                 let decoded =
@@ -240,7 +230,7 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
             }
         }
     }
-    if req.method == m::TOOLS_CALL {
+    if req.kind == Some(Method::ToolsCall) {
         check_param_headers(req, h, state)?;
     }
     Ok(meta)
@@ -249,8 +239,7 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
 /// `Mcp-Param-{Name}` headers must mirror the tool arguments whose schema
 /// property declares `"x-mcp-header": "{Name}"`.
 fn check_param_headers(req: &Request, h: &HeaderMap, state: &AppState) -> Result<(), HttpError> {
-    let params = req.params.as_ref();
-    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+    let Some(name) = req.target() else {
         return Ok(());
     };
     let Some(tool) = state.node.server.registry.tool(name) else {
@@ -260,7 +249,9 @@ fn check_param_headers(req: &Request, h: &HeaderMap, state: &AppState) -> Result
     let Some(Value::Object(props)) = def.input_schema.get("properties") else {
         return Ok(());
     };
-    let args: JsonObject = params
+    let args: JsonObject = req
+        .params
+        .as_ref()
         .and_then(|p| p.get("arguments"))
         .and_then(Value::as_object)
         .cloned()

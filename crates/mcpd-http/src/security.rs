@@ -10,7 +10,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use mcpd_auth::{AuthError, Authenticator, Principal, RateLimiter};
 use mcpd_core::Caller;
 use mcpd_protocol::jsonrpc::Message;
-use mcpd_protocol::methods;
+use mcpd_protocol::Method;
 use mcpd_telemetry::Metrics;
 
 use crate::error::HttpError;
@@ -170,8 +170,8 @@ impl Security {
         };
         for m in messages {
             let Message::Request(r) = m else { continue };
-            let tool = (r.method == methods::TOOLS_CALL)
-                .then(|| r.params.as_ref()?.get("name")?.as_str())
+            let tool = (r.kind == Some(Method::ToolsCall))
+                .then(|| r.target())
                 .flatten();
             let mut needed = auth.scopes_for(&r.method, tool);
             for s in self.endpoint_scopes.iter().cloned().chain(upstream_scopes(

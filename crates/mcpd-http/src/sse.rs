@@ -31,7 +31,7 @@ pub fn encode(item: &StreamItem) -> Bytes {
             }
         }
         StreamItem::Retry(ms) => b.put_slice(format!("retry: {ms}\n\n").as_bytes()),
-        StreamItem::Json(data) => {
+        StreamItem::Json { data, .. } => {
             b.put_slice(b"event: message\ndata: ");
             b.put_slice(data);
             b.put_slice(b"\n\n");

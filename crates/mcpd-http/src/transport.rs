@@ -7,6 +7,7 @@ use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::BytesMut;
 use futures_util::StreamExt;
+use mcpd_core::lifecycle::{self, Admission, LifecycleError};
 use mcpd_core::{Caller, ModernMeta, PostReply, SessionError, SessionHandle};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
@@ -199,8 +200,8 @@ pub async fn post(
     // header without the claim is an error, never a silent fallback; all
     // else follows the session-era rules.
     let claims_modern = body.messages().iter().any(|m| match m {
-        Message::Request(r) => ModernMeta::is_claimed(r.params.as_ref()),
-        Message::Notification(n) => ModernMeta::is_claimed(n.params.as_ref()),
+        Message::Request(r) => ModernMeta::is_claimed(r.meta()),
+        Message::Notification(n) => ModernMeta::is_claimed(n.meta()),
         Message::Response(_) => false,
     });
     if claims_modern {
@@ -222,15 +223,25 @@ pub async fn post(
         });
     }
 
-    let is_init = |m: &Message| matches!(m, Message::Request(r) if r.method == methods::INITIALIZE);
-    if body.messages().iter().any(is_init) {
-        if body.is_batch() {
-            return Err(HttpError::BadRequest(
-                "initialize must not be part of a JSON-RPC batch".into(),
-            ));
+    // Over HTTP a POST is initialised when it names its session.
+    let named = header_str(h, &SESSION_HEADER).is_some();
+    match lifecycle::admit(body.messages(), body.is_batch(), named) {
+        Ok(Admission::Initialize) => {
+            state.security.admit_session(&access, state.metrics())?;
+            return initialize(body, &state, &access.caller).await;
         }
-        state.security.admit_session(&access, state.metrics())?;
-        return initialize(body, h, &state, &access.caller).await;
+        Err(e @ LifecycleError::AlreadyInitialized) => {
+            // A known session is already initialised; an unknown one is gone.
+            session_of(&state, h, &access.caller).await?;
+            return Err(HttpError::BadRequest(e.to_string()));
+        }
+        Err(e @ LifecycleError::InitializeInBatch) => {
+            return Err(HttpError::BadRequest(e.to_string()))
+        }
+        // Not initialised over HTTP is a POST without a session: the
+        // session look-up below answers it (400, Mcp-Session-Id required).
+        Err(LifecycleError::NotInitialized)
+        | Ok(Admission::BeforeInitialize | Admission::Session) => {}
     }
 
     if header_str(h, &SESSION_HEADER).is_none() {
@@ -289,17 +300,9 @@ pub async fn post(
 
 async fn initialize(
     body: Body,
-    h: &HeaderMap,
     state: &AppState,
     caller: &Caller,
 ) -> Result<HttpResponse, HttpError> {
-    if header_str(h, &SESSION_HEADER).is_some() {
-        // A known session is already initialised; an unknown one is gone.
-        session_of(state, h, caller).await?;
-        return Err(HttpError::BadRequest(
-            "Session already initialized: send initialize without Mcp-Session-Id to start a new session".into(),
-        ));
-    }
     let Message::Request(r) = body.into_messages().remove(0) else {
         unreachable!("checked by the caller: the body is one initialize request")
     };

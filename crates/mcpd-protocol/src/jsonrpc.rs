@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, ErrorObject};
+use crate::methods::Method;
 
 mod encode;
 
@@ -50,10 +51,53 @@ impl fmt::Display for RequestId {
 pub struct Request {
     pub id: RequestId,
     pub method: String,
+    /// `method` looked up in the method table once, when the request was
+    /// read or built (`None`: not a method of MCP's table). Everything
+    /// that decides by method reads this, not the string.
+    pub kind: Option<Method>,
     pub params: Option<Map<String, Value>>,
     /// The gateway's routing field (a top-level `server_id`, from the
     /// project's seed protocol): the upstream server this request is for.
     pub server_id: Option<String>,
+}
+
+impl Request {
+    /// The envelope of a request just read: its method looked up once.
+    fn read(
+        id: RequestId,
+        method: String,
+        params: Option<Map<String, Value>>,
+        server_id: Option<String>,
+    ) -> Self {
+        Self {
+            id,
+            kind: Method::parse(&method),
+            method,
+            params,
+            server_id,
+        }
+    }
+
+    /// `params._meta`, when it is an object.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        meta_of(self.params.as_ref())
+    }
+
+    /// `params._meta.progressToken`, when it is a valid token (a string or
+    /// an integer).
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.meta()?
+            .get("progressToken")
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+    }
+
+    /// The value of the param the method table names as this method's
+    /// routing target (`name` of `tools/call`, `uri` of `resources/read`;
+    /// what 2026-07-28's `Mcp-Name` header mirrors), when it is a string.
+    pub fn target(&self) -> Option<&str> {
+        let key = self.kind?.info().target?;
+        self.params.as_ref()?.get(key)?.as_str()
+    }
 }
 
 /// A notification: no id, never answered.
@@ -61,6 +105,17 @@ pub struct Request {
 pub struct Notification {
     pub method: String,
     pub params: Option<Map<String, Value>>,
+}
+
+impl Notification {
+    /// `params._meta`, when it is an object.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        meta_of(self.params.as_ref())
+    }
+}
+
+fn meta_of(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
 }
 
 /// A response to a request the *other* side sent.
@@ -206,12 +261,12 @@ impl Envelope<'_> {
         };
         Some(match e.id {
             None => Message::Notification(Notification { method, params }),
-            Some(v) => Message::Request(Request {
-                id: RequestId::from_value(&v)?,
+            Some(v) => Message::Request(Request::read(
+                RequestId::from_value(&v)?,
                 method,
                 params,
                 server_id,
-            }),
+            )),
         })
     }
 }
@@ -263,12 +318,7 @@ impl Message {
                 Some(_) => return Err(invalid("\"server_id\" must be a string")),
             };
             return Ok(match id {
-                Some(id) => Message::Request(Request {
-                    id,
-                    method,
-                    params,
-                    server_id,
-                }),
+                Some(id) => Message::Request(Request::read(id, method, params, server_id)),
                 None => Message::Notification(Notification { method, params }),
             });
         }

@@ -7,9 +7,10 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use mcpd_core::lifecycle::{self, Admission};
 use mcpd_core::{Node, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
-use mcpd_protocol::{methods, ErrorCode, ErrorObject};
+use mcpd_protocol::{ErrorCode, ErrorObject};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -60,64 +61,49 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
                 continue;
             }
         };
-        let messages = body.into_messages();
-        match &session {
-            Some(s) => {
-                if let Some(Message::Request(r)) = messages
-                    .iter()
-                    .find(|m| m.method() == Some(methods::INITIALIZE))
-                {
-                    let e = ErrorObject::new(
-                        ErrorCode::INVALID_REQUEST,
-                        "the session is already initialized",
-                    );
-                    send(&out, jsonrpc::error_response(Some(&r.id), &e)).await;
-                    continue;
+        match lifecycle::admit(body.messages(), body.is_batch(), session.is_some()) {
+            Err(e) => {
+                // Each request of the body is answered with the refusal.
+                for m in body.messages() {
+                    if let Message::Request(r) = m {
+                        send(&out, jsonrpc::error_response(Some(&r.id), &e.to_error())).await;
+                    }
                 }
-                if s.post_on_connection(messages, Default::default())
+            }
+            Ok(Admission::BeforeInitialize) => {
+                for pong in lifecycle::pongs(body.messages()) {
+                    let _ = out.send(Bytes::from(pong)).await;
+                }
+            }
+            Ok(Admission::Initialize) => {
+                let Some(Message::Request(r)) = body.into_messages().pop() else {
+                    unreachable!("admitted: the body is one initialize request")
+                };
+                match node
+                    .lifecycle
+                    .initialize(r.params, &Default::default())
+                    .await
+                {
+                    Ok((s, result)) => {
+                        let response = jsonrpc::result_bytes(&r.id, &result);
+                        let _ = out.send(Bytes::from(response)).await;
+                        forward(
+                            s.open_connection().await.map_err(std::io::Error::other)?,
+                            out.clone(),
+                        );
+                        session = Some(s);
+                    }
+                    Err(e) => send(&out, jsonrpc::error_response(Some(&r.id), &e.to_error())).await,
+                }
+            }
+            Ok(Admission::Session) => {
+                let Some(s) = &session else { continue };
+                if s.post_on_connection(body.into_messages(), Default::default())
                     .await
                     .is_err()
                 {
                     tracing::error!("the session ended; stdio closes");
                     break;
-                }
-            }
-            None => {
-                for m in messages {
-                    match m {
-                        Message::Request(r) if r.method == methods::INITIALIZE => {
-                            match node
-                                .lifecycle
-                                .initialize(r.params, &Default::default())
-                                .await
-                            {
-                                Ok((s, result)) => {
-                                    let response = jsonrpc::result_bytes(&r.id, &result);
-                                    let _ = out.send(Bytes::from(response)).await;
-                                    forward(
-                                        s.open_connection().await.map_err(std::io::Error::other)?,
-                                        out.clone(),
-                                    );
-                                    session = Some(s);
-                                }
-                                Err(e) => {
-                                    let e = e.to_error();
-                                    send(&out, jsonrpc::error_response(Some(&r.id), &e)).await
-                                }
-                            }
-                        }
-                        Message::Request(r) if r.method == methods::PING => {
-                            send(&out, jsonrpc::response(&r.id, serde_json::json!({}))).await;
-                        }
-                        Message::Request(r) => {
-                            let e = ErrorObject::new(
-                                ErrorCode::INVALID_REQUEST,
-                                "send initialize first",
-                            );
-                            send(&out, jsonrpc::error_response(Some(&r.id), &e)).await;
-                        }
-                        _ => {}
-                    }
                 }
             }
         }
@@ -192,7 +178,11 @@ fn forward(mut rx: mcpd_core::StreamReceiver, out: mpsc::Sender<Bytes>) {
     actix_rt::spawn(async move {
         while let Some(item) = rx.recv().await {
             let data = match item {
-                StreamItem::Event { data, .. } | StreamItem::Json(data) if !data.is_empty() => data,
+                StreamItem::Event { data, .. } | StreamItem::Json { data, .. }
+                    if !data.is_empty() =>
+                {
+                    data
+                }
                 _ => continue,
             };
             if out.send(data).await.is_err() {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::Method;
 use mcpd_telemetry::Metrics;
 use serde_json::Value;
@@ -14,23 +14,19 @@ use crate::context::RequestContext;
 /// The span of one JSON-RPC request: a child of the current span (the HTTP
 /// request's), or of the client's trace when `params._meta` carries a W3C
 /// `traceparent`.
-pub(super) fn request_span(
-    method: &str,
-    params: Option<&JsonObject>,
-    ctx: &RequestContext,
-) -> tracing::Span {
+pub(super) fn request_span(req: &Request, ctx: &RequestContext) -> tracing::Span {
     if !mcpd_telemetry::trace::spans_wanted() {
         return tracing::Span::none();
     }
     let span = tracing::info_span!(
         "mcp.request",
-        otel.name = %method,
+        otel.name = %req.method,
         otel.kind = "server",
-        mcp.method = %method,
+        mcp.method = %req.method,
         mcp.session_id = ctx.session_id().unwrap_or(""),
         jsonrpc.id = %ctx.request_id()
     );
-    if let Some(meta) = params.and_then(|p| p.get("_meta")) {
+    if let Some(meta) = req.meta() {
         let field = |k: &str| meta.get(k).and_then(Value::as_str);
         mcpd_telemetry::trace::continue_trace(&span, field("traceparent"), field("tracestate"));
     }

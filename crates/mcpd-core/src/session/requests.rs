@@ -19,6 +19,7 @@ use super::peer::{Ask, AskTimedOut, Emit, Log, Release, SessionPeer};
 use super::{empty, InFlight, Outgoing, SessionActor};
 use crate::caller::Caller;
 use crate::context::{ContextParts, PeerError, RequestContext};
+use crate::lifecycle::LifecycleError;
 use crate::request::{report_to, Cancel, RequestActor, RequestDone};
 
 // === impl SessionActor ===
@@ -69,11 +70,8 @@ impl SessionActor {
     fn first_look(&mut self, r: &Request, stream: &Arc<str>, ctx: &mut Context<Self>) -> FirstLook {
         let params = r.params.as_ref();
         let answer = |outcome| FirstLook::Answer(outcome);
-        match Method::parse(&r.method).map(|m| (m, m.info().handler)) {
-            Some((_, By::Lifecycle)) => answer(Err(ErrorObject::new(
-                ErrorCode::INVALID_REQUEST,
-                "Session already initialized: send initialize without Mcp-Session-Id to start a new session",
-            ))),
+        match r.kind.map(|m| (m, m.info().handler)) {
+            Some((_, By::Lifecycle)) => answer(Err(LifecycleError::AlreadyInitialized.to_error())),
             Some((Method::Ping, _)) => answer(Ok(empty())),
             Some((Method::LoggingSetLevel, _)) => match parse_params::<SetLevelParams>(params) {
                 Ok(p) => {
@@ -100,7 +98,10 @@ impl SessionActor {
             },
             _ if self.requests.contains_key(&r.id) => answer(Err(ErrorObject::new(
                 ErrorCode::INVALID_REQUEST,
-                format!("Request id {} is already in use by a request in flight", r.id),
+                format!(
+                    "Request id {} is already in use by a request in flight",
+                    r.id
+                ),
             ))),
             _ if !self.env.server.answers(&r.method, r.server_id.as_deref()) => {
                 answer(Err(ErrorObject::method_not_found(&r.method)))
@@ -144,13 +145,7 @@ impl SessionActor {
         }
         self.next_request_key += 1;
         let key = self.next_request_key;
-        let progress_token = r
-            .params
-            .as_ref()
-            .and_then(|p| p.get("_meta"))
-            .and_then(|meta| meta.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let progress_token = r.progress_token().cloned();
         let peer = SessionPeer::new(ctx.address(), key, stream.clone());
         let server = &self.env.server;
         let rctx = RequestContext::new(ContextParts {
@@ -163,7 +158,8 @@ impl SessionActor {
             ask_timeout: server.limits.client_request_timeout,
             caller: caller.clone(),
         });
-        let work = server.dispatch(r.method, r.params, r.server_id, rctx.clone());
+        let id = r.id.clone();
+        let work = server.dispatch(r, rctx.clone());
         let actor = RequestActor::new(
             work,
             rctx,
@@ -172,9 +168,9 @@ impl SessionActor {
             self.env.stats.clone(),
         )
         .start();
-        self.env.cluster.own(&self.id, &r.id);
+        self.env.cluster.own(&self.id, &id);
         self.requests.insert(
-            r.id,
+            id,
             InFlight {
                 key,
                 stream: stream.clone(),

@@ -101,12 +101,7 @@ impl Request {
         method: impl Into<String>,
         params: Option<Map<String, Value>>,
     ) -> Self {
-        Self {
-            id,
-            method: method.into(),
-            params,
-            server_id: None,
-        }
+        Self::read(id, method.into(), params, None)
     }
 
     /// A request whose params are a typed value (`InitializeParams`, ...).

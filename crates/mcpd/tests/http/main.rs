@@ -10,6 +10,8 @@
 //!   ephemeral port (the client, Redis guards and child-process mcpd come
 //!   from `mcpd-testkit`).
 //! - [`lifecycle`]: initialize, version negotiation, sessions, DELETE, expiry.
+//! - [`lifecycle_rule`]: the same before/after-`initialize` rule on HTTP+SSE
+//!   and stdio.
 //! - [`post`]: what a POST gets back (JSON or SSE), batches, notifications.
 //! - [`get_resume`]: the standalone GET stream and `Last-Event-ID` resumption
 //!   (the resumption tests on both store backends, see [`backend`]).
@@ -48,6 +50,7 @@ mod gateway;
 mod get_resume;
 mod https;
 mod lifecycle;
+mod lifecycle_rule;
 mod limits;
 mod metrics;
 mod node;

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Instructions per `tools/call echo` answered in JSON, counted by callgrind:
+# the figure docs/performance.md judges core changes by (repeatable to ~1 %
+# however busy the machine is, unlike wall-clock rates).
+#
+# mcpd runs under valgrind (one worker, memory store, MCPD_LOG_LEVEL=warn)
+# twice, loaded by mcpd-loadtest's `calls` scenario (32 sessions, one call
+# in flight each) for SHORT and LONG seconds; the difference in
+# instructions over the difference in calls served is the cost of one call,
+# with start-up, session set-up and shutdown cancelled out. Printed twice:
+# all instructions, and without memset (actix-http zeroes a 3 KiB header
+# table per parse attempt with `rep stosb`, which callgrind counts per byte).
+#
+# Usage: loadtest/callgrind.sh [MCPD_BIN] [LOADTEST_BIN] [SHORT] [LONG]
+# (defaults: target/release/mcpd, target/release/mcpd-loadtest, 5, 15).
+# Loopback only; needs valgrind (apt-get install -y valgrind).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET=${CARGO_TARGET_DIR:-target}
+MCPD=${1:-$TARGET/release/mcpd}; LOADTEST=${2:-$TARGET/release/mcpd-loadtest}
+SHORT=${3:-5}; LONG=${4:-15}
+command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install -y valgrind" >&2; exit 1; }
+TMP=$(mktemp -d /tmp/mcpd-callgrind.XXXXXX)
+PID=""
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+
+run() {  # run SECONDS: prints "instructions memset_instructions calls"
+  local secs=$1 out="$TMP/cg.$1"
+  MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$MCPD" --listen 127.0.0.1:0 --store memory >"$TMP/stdout.$secs" 2>"$TMP/stderr.$secs" &
+  PID=$!
+  local url=""
+  for _ in $(seq 600); do url=$(sed -n 's/^mcpd listening on //p' "$TMP/stdout.$secs"); [ -n "$url" ] && break; sleep 0.1; done
+  [ -n "$url" ] || { echo "mcpd did not start under valgrind: $(tail -5 "$TMP/stderr.$secs")" >&2; exit 1; }
+  local calls
+  calls=$("$LOADTEST" --url "$url" --sessions 32 --concurrency 1 --warmup 0 --duration "$secs" \
+    --tool echo --arguments '{"message":"hello"}' | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ok"])')
+  kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+  callgrind_annotate --threshold=100 "$out" 2>/dev/null | python3 -c '
+import re, sys
+total = memset = 0
+for line in sys.stdin:
+    m = re.match(r"\s*([\d,]+)\s+(\([^)]*\)\s+)?(\S.*)$", line)
+    if not m:
+        continue
+    n = int(m.group(1).replace(",", ""))
+    what = m.group(3)
+    if "PROGRAM TOTALS" in what:
+        total = n
+    elif "memset" in what:
+        memset += n
+print(total, memset, sys.argv[1])' "$calls"
+}
+
+read -r I1 M1 C1 < <(run "$SHORT")
+read -r I2 M2 C2 < <(run "$LONG")
+python3 - "$I1" "$M1" "$C1" "$I2" "$M2" "$C2" <<'PY'
+import sys
+i1, m1, c1, i2, m2, c2 = map(int, sys.argv[1:])
+calls = c2 - c1
+if calls <= 0:
+    sys.exit(f"the long run served no more calls than the short one ({c2} vs {c1})")
+print(f"calls served: {c1} ({sys.argv[3]}) and {c2}")
+print(f"instructions per call: {(i2 - i1) / calls:,.0f}")
+print(f"instructions per call without memset: {((i2 - m2) - (i1 - m1)) / calls:,.0f}")
+PY
