@@ -17,8 +17,18 @@ use crate::modern;
 use crate::sse::sse_response;
 use crate::{AppState, HttpConfig, LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
-fn header_str<'a>(h: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
-    h.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+/// A header's value, trimmed; `Ok(None)` when absent. A value that is
+/// present but not visible ASCII is refused (400): read as absent, an
+/// unreadable `Last-Event-ID` would open a fresh stream in place of the
+/// resumption the client asked for, and an unreadable version would pass.
+fn header_str<'a>(h: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, HttpError> {
+    match h.get(name).map(|v| v.to_str()) {
+        None => Ok(None),
+        Some(Ok(v)) => Ok(Some(v.trim())),
+        Some(Err(_)) => Err(HttpError::BadRequest(format!(
+            "the {name} header holds bytes that are not visible ASCII: send it as plain ASCII"
+        ))),
+    }
 }
 
 /// The `Mcp-Session-Id` header of a response.
@@ -68,7 +78,7 @@ pub(crate) fn accepted<const N: usize>(h: &HeaderMap, wanted: [&str; N]) -> [boo
 /// The `MCP-Protocol-Version` check: absent is fine (the session's revision
 /// applies); present must name a supported revision.
 fn check_version_header(h: &HeaderMap) -> Result<(), HttpError> {
-    match header_str(h, &PROTOCOL_VERSION_HEADER) {
+    match header_str(h, &PROTOCOL_VERSION_HEADER)? {
         None => Ok(()),
         Some(v) if ProtocolVersion::parse_supported(v).is_some() => Ok(()),
         Some(v) => Err(HttpError::BadVersion(
@@ -92,7 +102,7 @@ async fn session_of(
     h: &HeaderMap,
     caller: &Caller,
 ) -> Result<SessionHandle, HttpError> {
-    let id = header_str(h, &SESSION_HEADER).ok_or(HttpError::MissingSession)?;
+    let id = header_str(h, &SESSION_HEADER)?.ok_or(HttpError::MissingSession)?;
     let session = state
         .node
         .sessions
@@ -121,7 +131,7 @@ pub(crate) async fn read_body(
     limit: usize,
 ) -> Result<BytesMut, HttpError> {
     let declared =
-        header_str(req.headers(), &header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
+        header_str(req.headers(), &header::CONTENT_LENGTH)?.and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
         return Err(HttpError::TooLarge(limit));
     }
@@ -179,7 +189,7 @@ pub async fn post(
             "Accept must list both application/json and text/event-stream",
         ));
     }
-    let content_type = header_str(h, &header::CONTENT_TYPE).unwrap_or("");
+    let content_type = header_str(h, &header::CONTENT_TYPE)?.unwrap_or("");
     if !content_type
         .split(';')
         .next()
@@ -207,7 +217,7 @@ pub async fn post(
     if claims_modern {
         return modern::post(body, h, &state, access.caller).await;
     }
-    if let Some(v) = header_str(h, &PROTOCOL_VERSION_HEADER)
+    if let Some(v) = header_str(h, &PROTOCOL_VERSION_HEADER)?
         .filter(|v| ProtocolVersion::parse_modern(v).is_some())
     {
         let id = match body.messages() {
@@ -224,7 +234,7 @@ pub async fn post(
     }
 
     // Over HTTP a POST is initialised when it names its session.
-    let named = header_str(h, &SESSION_HEADER).is_some();
+    let named = header_str(h, &SESSION_HEADER)?.is_some();
     match lifecycle::admit(body.messages(), body.is_batch(), named) {
         Ok(Admission::Initialize) => {
             state.security.admit_session(&access, state.metrics())?;
@@ -244,7 +254,7 @@ pub async fn post(
         | Ok(Admission::BeforeInitialize | Admission::Session) => {}
     }
 
-    if header_str(h, &SESSION_HEADER).is_none() {
+    if header_str(h, &SESSION_HEADER)?.is_none() {
         // Without a session, an unsupported version (e.g. a 2026-07-28 probe)
         // is the more useful answer; either way it is a 400 without a modern
         // error code, so dual-era clients fall back to initialize.
@@ -331,7 +341,7 @@ pub async fn get(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRes
     }
     let session = session_of(&state, h, &access.caller).await?;
     check_version_header(h)?;
-    let last = header_str(h, &LAST_EVENT_ID)
+    let last = header_str(h, &LAST_EVENT_ID)?
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     let rx = session.open_stream(last).await?;
@@ -352,7 +362,7 @@ pub async fn delete(
     let h = req.headers();
     state.config.origins.check(&req)?;
     let access = state.security.admit(&req, state.metrics()).await?;
-    let id = header_str(h, &SESSION_HEADER).ok_or(HttpError::MissingSession)?;
+    let id = header_str(h, &SESSION_HEADER)?.ok_or(HttpError::MissingSession)?;
     check_version_header(h)?;
     if access.caller.principal.is_some() {
         session_of(&state, h, &access.caller).await?;

@@ -38,6 +38,8 @@
 //! - [`scaleout`]: three mcpd processes on one Redis behind a round-robin
 //!   proxy: every feature, the TypeScript SDK flows, cancellations and
 //!   answers crossing replicas, kill -9 mid-call, a rolling restart.
+//! - [`hostile`]: one hostile client against the byte and per-client
+//!   bounds (issue #23's findings).
 //! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
 //!   described by its function, and served.
 
@@ -48,6 +50,7 @@ mod features;
 mod fuzz;
 mod gateway;
 mod get_resume;
+mod hostile;
 mod https;
 mod lifecycle;
 mod lifecycle_rule;

@@ -1,0 +1,158 @@
+//! One hostile client must not take the server down (issue #23): each
+//! finding reproduced, and the bound that now holds.
+
+use reqwest::header::HeaderValue;
+use serde_json::json;
+
+use crate::server::TestServer;
+use crate::*;
+
+/// Finding 10: a present but unreadable header is refused with 400, never
+/// read as absent (a resumption must not turn into a fresh stream).
+#[tokio::test]
+async fn unreadable_header_values_are_refused() {
+    let s = TestServer::start();
+    let c = session(&s).await;
+    let version = HeaderValue::from_bytes(b"2025-11-25\xff").expect("a header value");
+    let ping = c
+        .http
+        .post(&c.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", c.session.as_deref().unwrap_or(""))
+        .header("mcp-protocol-version", version)
+        .body(json!({"jsonrpc":"2.0","id":5,"method":"ping"}).to_string());
+    let r = c.send(ping).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body.contains("mcp-protocol-version header holds bytes"),
+        "{}",
+        r.body
+    );
+
+    let last = HeaderValue::from_bytes(b"g-1\xe9").expect("a header value");
+    let r = c
+        .http
+        .get(&c.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", c.session.as_deref().unwrap_or(""))
+        .header("last-event-id", last)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status(), 400);
+    let body = r.text().await.unwrap_or_default();
+    assert!(body.contains("last-event-id header holds bytes"), "{body}");
+}
+
+/// Finding 9: client strings in logs. With auth on, the audit line, and at
+/// debug level, the session-created line, in the human format: a line feed
+/// in a tool name or a client name is written escaped, never as a new line.
+#[tokio::test]
+async fn client_strings_cannot_forge_log_lines() {
+    use crate::auth::{claims, with_token, SigningKey, ISSUER, RESOURCE};
+    let dir = mcpd_testkit::redis::TempDir::new("log-forgery");
+    let key = SigningKey::new("k1");
+    let jwks = dir.0.join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [key.jwk()]}).to_string()).expect("jwks file");
+    let config = dir.0.join("mcpd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[log]\nformat = \"human\"\n\n[auth]\nenabled = true\n\
+             resource = \"{RESOURCE}\"\nauthorization_servers = [\"{ISSUER}\"]\n\
+             issuer = \"{ISSUER}\"\njwks_file = \"{}\"\naudit_log = true\n",
+            jwks.display()
+        ),
+    )
+    .expect("config file");
+    let log = dir.0.join("mcpd.log");
+    let p = mcpd_testkit::McpdProcess::start_with(
+        env!("CARGO_BIN_EXE_mcpd"),
+        &["--config", &config.to_string_lossy()],
+        &[("MCPD_LOG_LEVEL", "debug")],
+        Some(&log),
+    );
+    let mut c = with_token(&McpClient::new(&p.url), &key.sign(&claims("alice", "mcp")));
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "x\nFORGED-1 INFO mcpd::audit: tool call", "version": "1"}}});
+    let r = c.post(&init).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    c.session = Some(header(&r, "mcp-session-id").to_owned());
+    c.version = Some("2025-11-25".into());
+    let call = c
+        .request(
+            "tools/call",
+            json!({"name": "nope\nFORGED-2 INFO mcpd::audit: tool call principal=root", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(call.status, 200, "{}", call.body);
+    // The audit line is written when the call ends; give the writer a moment.
+    let mut text = String::new();
+    for _ in 0..50 {
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("FORGED-2") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        text.contains("x\\nFORGED-1"),
+        "the client name, escaped:\n{text}"
+    );
+    assert!(
+        text.contains("nope\\nFORGED-2"),
+        "the tool name, escaped:\n{text}"
+    );
+    for line in text.lines() {
+        assert!(!line.starts_with("FORGED"), "a forged line: {line}");
+    }
+}
+
+/// Also in #23: the admin listener is private by `Host` too (DNS
+/// rebinding): an IP literal or an allowed name passes, another name is 403.
+#[tokio::test]
+async fn the_admin_listener_refuses_foreign_host_names() {
+    let s = TestServer::start_configured(|c| c.admin.listen = Some("127.0.0.1:0".into()));
+    let admin = s.admin_url.clone().expect("an admin listener");
+    let http = reqwest::Client::new();
+    let ok = http
+        .get(format!("{admin}/metrics"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(ok.status(), 200);
+    let r = http
+        .get(format!("{admin}/metrics"))
+        .header("host", "rebind.evil.example:9090")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status(), 403);
+    let body = r.text().await.unwrap_or_default();
+    assert!(body.contains("not allowed on the admin listener"), "{body}");
+    let r = http
+        .get(format!("{admin}/healthz"))
+        .header("host", "localhost")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status(), 200);
+}
+
+/// Also in #23: a method MCP does not have, routed to an upstream that
+/// does not exist, is `-32601` (the method is the first thing wrong).
+#[tokio::test]
+async fn an_unknown_method_with_a_server_id_is_method_not_found() {
+    let s = TestServer::start();
+    let c = session(&s).await;
+    let r = c
+        .post(&json!({"jsonrpc":"2.0","id":3,"method":"no/such","server_id":"nowhere"}))
+        .await;
+    assert_eq!(error_code(&r.last()), -32601, "{}", r.body);
+    let r = c
+        .post(&json!({"jsonrpc":"2.0","id":4,"method":"tools/list","server_id":"nowhere"}))
+        .await;
+    assert_eq!(error_code(&r.last()), -32001, "{}", r.body);
+}
