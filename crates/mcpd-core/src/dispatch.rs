@@ -119,6 +119,11 @@ impl McpServer {
         let inner = match (server_id, &self.forward_all) {
             (Some(id), _) => match self.routes.get(&id) {
                 Some(f) => forward(f.clone(), method, params, ctx),
+                // No such upstream: a method MCP does not have is the
+                // first thing wrong with the request.
+                None if kind.is_none() => Box::pin(std::future::ready(Err(
+                    ErrorObject::method_not_found(&method),
+                ))),
                 None => Box::pin(std::future::ready(Err(ErrorObject::new(
                     ErrorCode(-32001),
                     format!("Server '{id}' not found"),

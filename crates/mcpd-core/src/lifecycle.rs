@@ -14,6 +14,8 @@ use mcpd_store::{EventLog, SessionDirectory, StoreError};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use mcpd_telemetry::Clean;
+
 use crate::caller::Caller;
 use crate::cluster::Cluster;
 use crate::dispatch::McpServer;
@@ -199,7 +201,7 @@ impl Lifecycle {
         // Debug, not info: at thousands of sessions a second a line each
         // would cost more than the session (`mcpd_sessions_created_total`
         // counts them).
-        tracing::debug!(session = %id, version = %version, client = %record.client_info.name, "session created");
+        tracing::debug!(session = %id, version = %version, client = %Clean(&record.client_info.name), "session created");
         let handle = self.sessions.start_actor(id, record);
         self.server.metrics.sessions_created.inc();
         let result = InitializeResult {

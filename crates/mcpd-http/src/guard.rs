@@ -90,6 +90,15 @@ impl OriginPolicy {
         false
     }
 
+    /// The admin listener's `Host` rule: an IP literal (how Prometheus and
+    /// the kubelet address a pod), or a name the MCP endpoint allows. A DNS
+    /// rebinding attack always arrives with a DNS name, so it is refused.
+    pub fn admin_host_allowed(&self, host: &str) -> bool {
+        let name = host_name(host);
+        let ip = name.trim_start_matches('[').trim_end_matches(']');
+        ip.parse::<std::net::IpAddr>().is_ok() || self.host_allowed(host)
+    }
+
     fn host_allowed(&self, host: &str) -> bool {
         let name = host_name(host);
         self.allowed_hosts
@@ -116,6 +125,16 @@ mod tests {
         assert!(p.host_allowed("[::1]:80"));
         assert!(!p.host_allowed("evil.example.com"));
         assert!(!p.host_allowed("evil.example.com:8080"));
+    }
+
+    #[test]
+    fn the_admin_listener_takes_ip_literals_and_allowed_names_only() {
+        let p = OriginPolicy::default();
+        assert!(p.admin_host_allowed("10.1.2.3:9090"));
+        assert!(p.admin_host_allowed("[fd00::1]:9090"));
+        assert!(p.admin_host_allowed("localhost:9090"));
+        assert!(!p.admin_host_allowed("rebind.evil.example:9090"));
+        assert!(!p.admin_host_allowed("10.1.2.3.evil.example"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use mcpd_auth::{AuthError, Authenticator, Principal, RateLimiter};
 use mcpd_core::Caller;
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::Method;
-use mcpd_telemetry::Metrics;
+use mcpd_telemetry::{Clean, Metrics};
 
 use crate::error::HttpError;
 
@@ -74,7 +74,11 @@ impl Security {
                             .auth_rejections
                             .with_label_values(&[e.reason()])
                             .inc();
-                        tracing::info!(reason = e.reason(), "request refused: {e}");
+                        tracing::info!(
+                            reason = e.reason(),
+                            "request refused: {}",
+                            Clean(&e.to_string())
+                        );
                         return Err(unauthorized(auth, &e));
                     }
                 }

@@ -5,7 +5,10 @@
 //! and status codes, outcome classes, store backends) — never session ids
 //! or tool arguments. `docs/operations.md` lists every metric.
 
+mod clean;
 pub mod trace;
+
+pub use clean::Clean;
 
 use mcpd_protocol::Method;
 use prometheus::{

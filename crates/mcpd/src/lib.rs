@@ -214,7 +214,11 @@ pub fn serve_with(
     }
     let server = http.disable_signals().run();
     let admin = match &config.admin.listen {
-        Some(addr) => Some(admin_server(addr, node.clone())?),
+        Some(addr) => Some(admin_server(
+            addr,
+            node.clone(),
+            mcpd_http::HttpConfig::from(&config.http).origins,
+        )?),
         None => None,
     };
     let stop = StopHandle::new(
@@ -529,7 +533,9 @@ pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Res
 fn admin_server(
     addr: &str,
     node: Arc<Node>,
+    hosts: mcpd_http::OriginPolicy,
 ) -> std::io::Result<(std::net::SocketAddr, actix_web::dev::Server)> {
+    use actix_web::dev::Service;
     use actix_web::{web, HttpResponse};
     let listener = TcpListener::bind(addr).map_err(|e| {
         std::io::Error::new(
@@ -539,9 +545,28 @@ fn admin_server(
     })?;
     let local = listener.local_addr()?;
     let state = web::Data::new(node);
+    let hosts = Arc::new(hosts);
     let server = HttpServer::new(move || {
+        let hosts = hosts.clone();
         App::new()
             .app_data(state.clone())
+            // Private by Host too: a page that rebinds its DNS name to this
+            // address cannot read the metrics.
+            .wrap_fn(move |req, srv| {
+                let host = req.connection_info().host().to_owned();
+                let answer: futures_util::future::LocalBoxFuture<'static, _> =
+                    if hosts.admin_host_allowed(&host) {
+                        let call = srv.call(req);
+                        Box::pin(async move { call.await.map(|r| r.map_into_left_body()) })
+                    } else {
+                        let refused = HttpResponse::Forbidden().body(format!(
+                            "Host {host:?} is not allowed on the admin listener: use its IP address, or add the name to http.allowed_hosts\n"
+                        ));
+                        let r = req.into_response(refused).map_into_right_body();
+                        Box::pin(async move { Ok(r) })
+                    };
+                answer
+            })
             .route(
                 "/metrics",
                 web::get().to(|n: web::Data<Arc<Node>>| async move {

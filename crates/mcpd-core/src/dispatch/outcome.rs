@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::Method;
-use mcpd_telemetry::Metrics;
+use mcpd_telemetry::{Clean, Metrics};
 use serde_json::Value;
 
 use crate::context::RequestContext;
@@ -20,9 +20,9 @@ pub(super) fn request_span(req: &Request, ctx: &RequestContext) -> tracing::Span
     }
     let span = tracing::info_span!(
         "mcp.request",
-        otel.name = %req.method,
+        otel.name = %Clean(&req.method),
         otel.kind = "server",
-        mcp.method = %req.method,
+        mcp.method = %Clean(&req.method),
         mcp.session_id = ctx.session_id().unwrap_or(""),
         jsonrpc.id = %ctx.request_id()
     );
@@ -49,7 +49,7 @@ impl Outcome {
                 principal = a.principal.as_deref().unwrap_or("anonymous"),
                 session = a.session.as_deref().unwrap_or(""),
                 jsonrpc.id = %a.request,
-                tool = %a.tool,
+                tool = %Clean(&a.tool),
                 outcome,
                 duration_ms = self.start.elapsed().as_millis() as u64,
                 "tool call"
