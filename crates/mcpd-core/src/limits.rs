@@ -25,6 +25,9 @@ pub struct Limits {
     pub sse_retry_ms: u64,
     /// Mailbox capacity of a session actor.
     pub session_mailbox: usize,
+    /// Resource subscriptions one session may hold; `resources/subscribe`
+    /// over it is refused with `-32602`.
+    pub max_subscriptions_per_session: usize,
 }
 
 impl Default for Limits {
@@ -38,6 +41,7 @@ impl Default for Limits {
             stream_buffer: 256,
             sse_retry_ms: 1000,
             session_mailbox: 256,
+            max_subscriptions_per_session: 1000,
         }
     }
 }

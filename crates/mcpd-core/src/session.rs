@@ -91,6 +91,9 @@ pub struct SessionActor {
     expired: bool,
     /// A check that replicas serving resumed streams live is running.
     watching: bool,
+    /// Changes of session state from the POST being handled, saved once
+    /// at its end (`session/requests.rs`).
+    changes: Vec<requests::Change>,
 }
 
 // --- messages from the transport ---
@@ -172,6 +175,7 @@ impl SessionActor {
             last_touch: Instant::now(),
             expired: false,
             watching: false,
+            changes: Vec::new(),
         }
     }
 
@@ -296,6 +300,7 @@ impl Handler<Post> for SessionActor {
         for r in requests {
             self.start_request(r, &stream, &caller, ctx);
         }
+        self.save_changes(ctx);
         self.drive(ctx);
     }
 }

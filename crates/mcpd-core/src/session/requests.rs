@@ -67,7 +67,7 @@ impl SessionActor {
     /// What the session does with `r` before any request actor: answer
     /// it (its own methods, and refusals), save a change of session state
     /// (the table's `changes_session` methods), or neither.
-    fn first_look(&mut self, r: &Request, stream: &Arc<str>, ctx: &mut Context<Self>) -> FirstLook {
+    fn first_look(&mut self, r: &Request, stream: &Arc<str>) -> FirstLook {
         let params = r.params.as_ref();
         let answer = |outcome| FirstLook::Answer(outcome);
         match r.kind.map(|m| (m, m.info().handler)) {
@@ -76,23 +76,22 @@ impl SessionActor {
             Some((Method::LoggingSetLevel, _)) => match parse_params::<SetLevelParams>(params) {
                 Ok(p) => {
                     self.record.log_level = Some(p.level);
-                    self.save_then_answer(r.id.clone(), stream, ctx)
+                    self.change(Change::Applied(r.id.clone(), stream.clone()))
                 }
                 Err(e) => answer(Err(e)),
             },
             Some((Method::ResourcesSubscribe, _)) => match parse_params::<UriParams>(params) {
-                Ok(p) => {
-                    self.env.feed.subscribe(&p.uri, &self.id);
-                    self.record.subscriptions.insert(p.uri);
-                    self.save_then_answer(r.id.clone(), stream, ctx)
-                }
+                Ok(p) => match self.may_subscribe(&p.uri) {
+                    Err(e) => answer(Err(e)),
+                    Ok(()) => self.change(Change::Subscribe(r.id.clone(), stream.clone(), p.uri)),
+                },
                 Err(e) => answer(Err(e)),
             },
             Some((Method::ResourcesUnsubscribe, _)) => match parse_params::<UriParams>(params) {
                 Ok(p) => {
                     self.env.feed.unsubscribe(&p.uri, &self.id);
                     self.record.subscriptions.remove(&p.uri);
-                    self.save_then_answer(r.id.clone(), stream, ctx)
+                    self.change(Change::Applied(r.id.clone(), stream.clone()))
                 }
                 Err(e) => answer(Err(e)),
             },
@@ -134,7 +133,7 @@ impl SessionActor {
         caller: &Caller,
         ctx: &mut Context<Self>,
     ) {
-        match self.first_look(&r, stream, ctx) {
+        match self.first_look(&r, stream) {
             FirstLook::Answer(outcome) => {
                 let msg = jsonrpc::outcome_bytes(&r.id, &outcome);
                 self.streams.request_ended(stream, Some(msg.into()));
@@ -179,20 +178,99 @@ impl SessionActor {
         );
     }
 
+    fn change(&mut self, c: Change) -> FirstLook {
+        self.changes.push(c);
+        FirstLook::Saving
+    }
+
+    /// The bounds of `resources/subscribe`: the URI's length and the
+    /// session's count (subscriptions held and asked for in this POST).
+    fn may_subscribe(&self, uri: &str) -> Result<(), ErrorObject> {
+        if uri.len() > MAX_URI_BYTES {
+            return Err(ErrorObject::invalid_params(format!(
+                "uri is {} bytes long; at most {MAX_URI_BYTES} are accepted",
+                uri.len()
+            )));
+        }
+        let limit = self.env.server.limits.max_subscriptions_per_session;
+        let asked = self
+            .changes
+            .iter()
+            .filter(|c| matches!(c, Change::Subscribe(..)))
+            .count();
+        if self.record.subscriptions.len() + asked >= limit
+            && !self.record.subscriptions.contains(uri)
+        {
+            return Err(ErrorObject::invalid_params(format!(
+                "this session already holds {limit} resource subscriptions (limits.max_subscriptions_per_session); unsubscribe from some first"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Saves the session-state changes of the POST just handled, once
+    /// however many it carried, and then answers each. Subscriptions are
+    /// kept only for resources the server has (listed, or matched by a
+    /// template); the others are answered `-32002`. A pass-through server
+    /// cannot know its upstream's resources and takes any URI.
+    pub(super) fn save_changes(&mut self, ctx: &mut Context<Self>) {
+        if self.changes.is_empty() {
+            return;
+        }
+        let changes = std::mem::take(&mut self.changes);
+        let uris: Vec<String> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Subscribe(_, _, uri) => Some(uri.clone()),
+                Change::Applied(..) => None,
+            })
+            .collect();
+        let server = self.env.server.clone();
+        let check = async move {
+            if uris.is_empty() || server.forward_all.is_some() {
+                return uris.into_iter().collect();
+            }
+            known_uris(server.registry.resource_providers(), uris).await
+        };
+        ctx.wait(
+            actix::fut::wrap_future::<_, Self>(check).map(move |known, act, ctx| {
+                let mut answer = Vec::with_capacity(changes.len());
+                for c in changes {
+                    match c {
+                        Change::Applied(id, stream) => answer.push((id, stream)),
+                        Change::Subscribe(id, stream, uri) if known.contains(&uri) => {
+                            act.env.feed.subscribe(&uri, &act.id);
+                            act.record.subscriptions.insert(uri);
+                            answer.push((id, stream));
+                        }
+                        Change::Subscribe(id, stream, uri) => {
+                            let e = ErrorObject::new(
+                                ErrorCode::RESOURCE_NOT_FOUND,
+                                format!("Resource not found: {uri} (only resources this server lists, or its templates match, can be subscribed to)"),
+                            )
+                            .with_data(serde_json::json!({ "uri": uri }));
+                            let bytes = jsonrpc::outcome_bytes(&id, &Err(e));
+                            act.streams.request_ended(&stream, Some(bytes.into()));
+                        }
+                    }
+                }
+                act.save_then_answer(answer, ctx);
+            }),
+        );
+    }
+
     /// A session-state change is answered once the directory has it, so an
     /// answered change survives a crash and every replica sees it.
-    fn save_then_answer(
-        &mut self,
-        id: RequestId,
-        stream: &Arc<str>,
-        ctx: &mut Context<Self>,
-    ) -> FirstLook {
-        let (directory, cluster, sid, bytes, stream) = (
+    fn save_then_answer(&mut self, answer: Vec<(RequestId, Arc<str>)>, ctx: &mut Context<Self>) {
+        if answer.is_empty() {
+            self.drive(ctx);
+            return;
+        }
+        let (directory, cluster, sid, bytes) = (
             self.env.directory.clone(),
             self.env.cluster.clone(),
             self.id.clone(),
             self.record.to_bytes(),
-            stream.clone(),
         );
         let work = async move {
             directory.put(&sid, bytes).await?;
@@ -207,10 +285,12 @@ impl SessionActor {
                     format!("the session store is unavailable ({e}); the change was not saved, retry shortly"),
                 )),
             };
-            act.streams.request_ended(&stream, Some(jsonrpc::outcome_bytes(&id, &outcome).into()));
+            for (id, stream) in answer {
+                let bytes = jsonrpc::outcome_bytes(&id, &outcome);
+                act.streams.request_ended(&stream, Some(bytes.into()));
+            }
             act.drive(ctx);
         }));
-        FirstLook::Saving
     }
 
     fn request_by_key(&self, key: u64) -> Option<&RequestId> {
@@ -219,6 +299,44 @@ impl SessionActor {
             .find(|(_, f)| f.key == key)
             .map(|(id, _)| id)
     }
+}
+
+/// The longest `uri` `resources/subscribe` takes.
+const MAX_URI_BYTES: usize = 2048;
+
+/// A change of session state from the POST being handled, answered once
+/// saved: the request's id and stream, and for a subscription its URI
+/// (applied once the URI is known to exist).
+pub(super) enum Change {
+    Applied(RequestId, Arc<str>),
+    Subscribe(RequestId, Arc<str>, String),
+}
+
+/// Which of `uris` name a resource the providers list, or match one of
+/// their templates.
+async fn known_uris(
+    providers: Vec<crate::handler::DynResources>,
+    uris: Vec<String>,
+) -> std::collections::HashSet<String> {
+    let mut listed = std::collections::HashSet::new();
+    let mut templates = Vec::new();
+    for p in &providers {
+        listed.extend(p.list().await.into_iter().map(|r| r.uri));
+        templates.extend(p.templates().into_iter().map(|t| t.uri_template));
+    }
+    uris.into_iter()
+        .filter(|u| listed.contains(u) || templates.iter().any(|t| template_matches(t, u)))
+        .collect()
+}
+
+/// Whether `uri` fits an RFC 6570 template: its text before the first
+/// expression and after the last one, with something in between.
+fn template_matches(template: &str, uri: &str) -> bool {
+    let (Some(open), Some(close)) = (template.find('{'), template.rfind('}')) else {
+        return template == uri;
+    };
+    let (prefix, suffix) = (&template[..open], &template[close + 1..]);
+    uri.len() > prefix.len() + suffix.len() && uri.starts_with(prefix) && uri.ends_with(suffix)
 }
 
 /// What a session does with a request before any request actor.

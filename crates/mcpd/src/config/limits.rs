@@ -18,6 +18,7 @@ pub struct LimitsSection {
     pub stream_buffer: usize,
     pub sse_retry_ms: u64,
     pub session_mailbox: usize,
+    pub max_subscriptions_per_session: usize,
     pub page_size: usize,
 }
 
@@ -33,6 +34,7 @@ impl Default for LimitsSection {
             stream_buffer: l.stream_buffer,
             sse_retry_ms: l.sse_retry_ms,
             session_mailbox: l.session_mailbox,
+            max_subscriptions_per_session: l.max_subscriptions_per_session,
             page_size: 100,
         }
     }
@@ -58,6 +60,10 @@ impl LimitsSection {
             ("limits.stream_buffer", self.stream_buffer as u64),
             ("limits.session_mailbox", self.session_mailbox as u64),
             ("limits.page_size", self.page_size as u64),
+            (
+                "limits.max_subscriptions_per_session",
+                self.max_subscriptions_per_session as u64,
+            ),
         ])
     }
 }
@@ -73,6 +79,7 @@ impl From<&LimitsSection> for Limits {
             stream_buffer: l.stream_buffer,
             sse_retry_ms: l.sse_retry_ms,
             session_mailbox: l.session_mailbox,
+            max_subscriptions_per_session: l.max_subscriptions_per_session,
         }
     }
 }

@@ -156,3 +156,120 @@ async fn an_unknown_method_with_a_server_id_is_method_not_found() {
         .await;
     assert_eq!(error_code(&r.last()), -32001, "{}", r.body);
 }
+
+/// This process's CPU time (user + system) and resident memory, from /proc.
+fn cpu_and_rss() -> (f64, u64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the name).
+    let ticks: u64 =
+        fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    (ticks as f64 / 100.0, rss_kib * 1024)
+}
+
+/// Finding 1: a 2025-03-26 batch of 12,000 subscribes to made-up URIs.
+/// Each is refused: `-32002` (only resources the server has can be watched),
+/// or `-32602` past the per-session cap;
+/// the session is saved once for the whole POST (not once per subscribe,
+/// each copying the record: quadratic), and it costs little CPU and memory.
+#[tokio::test]
+async fn a_subscribe_flood_is_refused_cheaply() {
+    let s = TestServer::start();
+    let c = session_at(&s, "2025-03-26", json!({})).await;
+    let batch: Vec<_> = (0..12_000)
+        .map(|i| {
+            json!({"jsonrpc":"2.0","id": i + 10,"method":"resources/subscribe",
+                         "params":{"uri": format!("made-up://resource/{i:05}")}})
+        })
+        .collect();
+    let (cpu0, rss0) = cpu_and_rss();
+    let r = c.post(&json!(batch)).await;
+    let (cpu1, rss1) = cpu_and_rss();
+    assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(300)]);
+    let answers = r.messages();
+    assert_eq!(answers.len(), 12_000);
+    // The first 1,000 (limits.max_subscriptions_per_session) are looked up
+    // and not found; the rest are over the cap before any lookup.
+    let codes: Vec<i64> = answers.iter().map(error_code).collect();
+    assert_eq!(codes.iter().filter(|c| **c == -32002).count(), 1000);
+    assert_eq!(codes.iter().filter(|c| **c == -32602).count(), 11_000);
+    let not_found = answers
+        .iter()
+        .find(|m| error_code(m) == -32002)
+        .expect("a -32002");
+    assert!(
+        not_found["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Resource not found"),
+        "{not_found}"
+    );
+    // Generous bounds (a debug build, a busy machine); the flood used to
+    // cost 1.6 CPU-s and 800 MiB in a release build.
+    assert!(cpu1 - cpu0 < 10.0, "{:.1} CPU-s", cpu1 - cpu0);
+    assert!(
+        rss1.saturating_sub(rss0) < 200 << 20,
+        "+{} MiB",
+        (rss1 - rss0) >> 20
+    );
+    // A real resource is still accepted, and then updates arrive for it.
+    let ok = c
+        .call("resources/subscribe", json!({"uri": "demo://clock"}))
+        .await;
+    assert_eq!(ok, json!({}));
+}
+
+/// Finding 1, the cap: a session holds at most
+/// `limits.max_subscriptions_per_session` subscriptions, with a clear
+/// refusal past it; unsubscribing makes room again.
+#[tokio::test]
+async fn subscriptions_per_session_are_capped() {
+    let s = TestServer::start_configured(|c| {
+        c.limits.max_subscriptions_per_session = 1;
+        c.server.toolset = mcpd::toolsets::Toolset::Conformance;
+    });
+    let c = session(&s).await;
+    let sub = |uri: &str| json!({"uri": uri});
+    assert_eq!(
+        c.call("resources/subscribe", sub("test://static-text"))
+            .await,
+        json!({})
+    );
+    let r = c
+        .request("resources/subscribe", sub("test://watched-resource"))
+        .await;
+    let refused = r.last();
+    assert_eq!(error_code(&refused), -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_subscriptions_per_session"),
+        "{refused}"
+    );
+    // The same URI again is no new subscription.
+    assert_eq!(
+        c.call("resources/subscribe", sub("test://static-text"))
+            .await,
+        json!({})
+    );
+    assert_eq!(
+        c.call("resources/unsubscribe", sub("test://static-text"))
+            .await,
+        json!({})
+    );
+    assert_eq!(
+        c.call("resources/subscribe", sub("test://template/7/data"))
+            .await,
+        json!({})
+    );
+}
