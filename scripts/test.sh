@@ -5,12 +5,10 @@
 # packages, pinned npm/PyPI packages) on first use.
 #
 # Usage: scripts/test.sh            (from anywhere)
-# Env:   MCPD_SHARED   path of the shared/ folder with conformance/ (default: ../shared next to the repo)
-#        MCPD_SKIP_LINT=1  skip cargo fmt --check and clippy
+# Env:   MCPD_SKIP_LINT=1  skip cargo fmt --check and clippy
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SHARED=${MCPD_SHARED:-$ROOT/../shared}
 BIN_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/debug
 export MCPD_BIN="$BIN_DIR/mcpd"
 LOGDIR=$(mktemp -d /tmp/mcpd-test.XXXXXX)
@@ -79,11 +77,12 @@ start_mcpd() {  # start_mcpd NAME ARGS... ; sets URL
 
 # --- official conformance suite (strict: warnings fail) ----------------------------
 # Line 0.1 (32 session-era scenarios), then line 0.2 at 2025-11-25 and
-# 2026-07-28 (both eras), all against one mcpd process.
+# 2026-07-28 (both eras), all against one mcpd process; both lines are pinned in
+# tests/conformance (see its NOTES.md).
 run_conformance() {  # run_conformance LABEL ENV...
   local label=$1; shift
   say "conformance $label against $URL"
-  env CONFORMANCE_STRICT=1 "$@" bash "$SHARED/conformance/run.sh" "$URL" "$LOGDIR/conformance-$label" \
+  env CONFORMANCE_STRICT=1 "$@" bash "$ROOT/tests/conformance/run.sh" "$URL" "$LOGDIR/conformance-$label" \
     2>"$LOGDIR/conformance-$label.err" | sed "s/^/[$label] /" | tee "$LOGDIR/conformance-$label.log"
   local line cp cf
   line=$(grep -E 'conformance: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/conformance-$label.log" | tail -1)
@@ -91,14 +90,10 @@ run_conformance() {  # run_conformance LABEL ENV...
   [ -n "$line" ] || { cp=0; cf=1; }
   count "$cp" "$cf"
 }
-if [ -f "$SHARED/conformance/run.sh" ]; then
-  if start_mcpd conformance-server --toolset conformance; then
-    run_conformance line-0.1
-    run_conformance line-0.2 CONFORMANCE_LINE=0.2 CONFORMANCE_SPEC_VERSION="2025-11-25 2026-07-28"
-  else count 0 1; fi
-else
-  echo "FAIL conformance: $SHARED/conformance/run.sh not found (set MCPD_SHARED)"; count 0 1
-fi
+if start_mcpd conformance-server --toolset conformance; then
+  run_conformance line-0.1
+  run_conformance line-0.2 CONFORMANCE_LINE=0.2 CONFORMANCE_SPEC_VERSION="2025-11-25 2026-07-28"
+else count 0 1; fi
 
 # --- interop with the official SDK clients -------------------------------------------
 if start_mcpd interop-server --toolset demo; then
