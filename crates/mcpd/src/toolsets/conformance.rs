@@ -1,5 +1,6 @@
 //! The fixture the official MCP conformance suite expects, exactly as
-//! `shared/conformance/NOTES.md` lists it: names, texts, schemas.
+//! suite's scenarios (pinned in `tests/conformance/`) ask for it: names,
+//! texts, schemas.
 
 use std::sync::Arc;
 use std::time::Duration;
