@@ -22,6 +22,7 @@ use mcpd_store::{
 };
 use tracing::Instrument;
 
+mod admin;
 pub mod config;
 pub mod prelude;
 mod shutdown;
@@ -214,7 +215,7 @@ pub fn serve_with(
     }
     let server = http.disable_signals().run();
     let admin = match &config.admin.listen {
-        Some(addr) => Some(admin_server(
+        Some(addr) => Some(admin::server(
             addr,
             node.clone(),
             mcpd_http::HttpConfig::from(&config.http).origins,
@@ -527,68 +528,4 @@ pub fn run_stdio(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Res
         // leave now.
         std::process::exit(0)
     })
-}
-
-/// The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`.
-fn admin_server(
-    addr: &str,
-    node: Arc<Node>,
-    hosts: mcpd_http::OriginPolicy,
-) -> std::io::Result<(std::net::SocketAddr, actix_web::dev::Server)> {
-    use actix_web::dev::Service;
-    use actix_web::{web, HttpResponse};
-    let listener = TcpListener::bind(addr).map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!("cannot listen on admin address {addr}: {e}"),
-        )
-    })?;
-    let local = listener.local_addr()?;
-    let state = web::Data::new(node);
-    let hosts = Arc::new(hosts);
-    let server = HttpServer::new(move || {
-        let hosts = hosts.clone();
-        App::new()
-            .app_data(state.clone())
-            // Private by Host too: a page that rebinds its DNS name to this
-            // address cannot read the metrics.
-            .wrap_fn(move |req, srv| {
-                let host = req.connection_info().host().to_owned();
-                let answer: futures_util::future::LocalBoxFuture<'static, _> =
-                    if hosts.admin_host_allowed(&host) {
-                        let call = srv.call(req);
-                        Box::pin(async move { call.await.map(|r| r.map_into_left_body()) })
-                    } else {
-                        let refused = HttpResponse::Forbidden().body(format!(
-                            "Host {host:?} is not allowed on the admin listener: use its IP address, or add the name to http.allowed_hosts\n"
-                        ));
-                        let r = req.into_response(refused).map_into_right_body();
-                        Box::pin(async move { Ok(r) })
-                    };
-                answer
-            })
-            .route(
-                "/metrics",
-                web::get().to(|n: web::Data<Arc<Node>>| async move {
-                    n.sync_metrics();
-                    HttpResponse::Ok()
-                        .content_type("text/plain; version=0.0.4; charset=utf-8")
-                        .body(n.server.metrics.render())
-                }),
-            )
-            .route(
-                "/healthz",
-                web::get().to(|| async { HttpResponse::Ok().body("ok") }),
-            )
-            .route(
-                "/readyz",
-                web::get()
-                    .to(|n: web::Data<Arc<Node>>| async move { mcpd_http::readiness(&n).await }),
-            )
-    })
-    .workers(1)
-    .disable_signals()
-    .listen(listener)?
-    .run();
-    Ok((local, server))
 }
