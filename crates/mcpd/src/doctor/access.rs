@@ -6,7 +6,7 @@ use std::time::Instant;
 use mcpd_protocol::Message;
 use reqwest::header::HeaderMap;
 
-use super::client::{initialize_request, Conn, Era, Http, Mcp, Reply};
+use super::client::{initialize_request, send, Conn, Era, Http, Mcp, Reply};
 use super::report::Finding;
 
 /// `host`: whether the first answer was a refusal of the host name.
@@ -58,21 +58,12 @@ pub async fn cors(http: &Http, origin: Option<&str>) -> Finding {
         .request(Conn::Pooled, reqwest::Method::OPTIONS, None)
         .header("origin", origin)
         .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", wanted.join(", "))
-        .timeout(http.timeout)
-        .send()
-        .await;
-    let pre = match preflight {
+        .header("access-control-request-headers", wanted.join(", "));
+    let pre = match send(preflight, http.timeout).await {
         Ok(r) => r,
         Err(e) => {
-            return Finding::fail(
-                "cors",
-                format!(
-                    "the preflight (OPTIONS) got no answer: {}",
-                    super::client::describe(&e)
-                ),
-                fix_origin,
-            )
+            let m = format!("the preflight (OPTIONS) got no answer: {e:#}");
+            return Finding::fail("cors", m, fix_origin);
         }
     };
     let status = pre.status().as_u16();
@@ -131,20 +122,14 @@ async fn request_from(http: &Http, origin: &str, fix_origin: String) -> Finding 
         true,
     );
     let sent = Instant::now();
-    let resp = mcp
+    let post = mcp
         .post(Conn::Pooled, &Message::Request(initialize_request(version)))
-        .header("origin", origin)
-        .send()
-        .await;
-    let reply = match resp {
+        .header("origin", origin);
+    let reply = match send(post, http.timeout).await {
         Ok(r) => Reply::read(r, sent, None, http.timeout).await,
         Err(e) => {
-            let why = super::client::describe(&e);
-            return Finding::fail(
-                "cors",
-                format!("POST from origin {origin}: {why}"),
-                fix_origin,
-            );
+            let m = format!("POST from origin {origin}: {e:#}");
+            return Finding::fail("cors", m, fix_origin);
         }
     };
     let session = reply.header("mcp-session-id").map(str::to_owned);

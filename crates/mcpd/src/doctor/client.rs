@@ -136,6 +136,16 @@ impl Http {
     }
 }
 
+/// Sends `b` and waits up to `wait` for the response's head (a body that
+/// follows, a stream, is read with its own deadline).
+pub async fn send(b: RequestBuilder, wait: Duration) -> anyhow::Result<reqwest::Response> {
+    match tokio::time::timeout(wait, b.send()).await {
+        Ok(Ok(resp)) => Ok(resp),
+        Ok(Err(e)) => Err(anyhow!(describe(&e))),
+        Err(_) => Err(anyhow!("no answer within {} s", wait.as_secs())),
+    }
+}
+
 /// A reqwest error in words a person can act on (the innermost cause:
 /// "Connection refused", "certificate verify failed", ...).
 pub fn describe(e: &reqwest::Error) -> String {
@@ -244,11 +254,7 @@ impl<'a> Mcp<'a> {
     ) -> anyhow::Result<Reply> {
         let id = request.id.clone();
         let sent = Instant::now();
-        let resp = self
-            .post(conn, &Message::Request(request))
-            .send()
-            .await
-            .map_err(|e| anyhow!(describe(&e)))?;
+        let resp = send(self.post(conn, &Message::Request(request)), wait).await?;
         Ok(Reply::read(resp, sent, Some(&id), wait).await)
     }
 
@@ -260,8 +266,8 @@ impl<'a> Mcp<'a> {
     /// Sends a notification; the status it got.
     pub async fn notify(&self, method: &str) -> anyhow::Result<StatusCode> {
         let msg = Message::Notification(Notification::new(method, None));
-        let resp = self.post(Conn::Pooled, &msg).send().await;
-        Ok(resp.map_err(|e| anyhow!(describe(&e)))?.status())
+        let resp = send(self.post(Conn::Pooled, &msg), self.http.timeout).await?;
+        Ok(resp.status())
     }
 
     /// `GET` on the endpoint: the session's stream, or a resumption.
@@ -282,7 +288,7 @@ impl<'a> Mcp<'a> {
         if self.auth {
             b = self.http.with_token(b);
         }
-        b.send().await.map_err(|e| anyhow!(describe(&e)))
+        send(b, self.http.timeout).await
     }
 
     /// Ends the session (DELETE), if there is one; errors are not findings.

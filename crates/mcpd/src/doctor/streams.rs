@@ -14,7 +14,7 @@ use mcpd_protocol::types::{CallToolParams, JsonObject, ListToolsResult};
 use mcpd_protocol::Message;
 use serde_json::json;
 
-use super::client::{initialize, secs, Conn, Ending, Era, Http, Item, Mcp, Reply, SseReader};
+use super::client::{initialize, secs, send, Conn, Ending, Era, Http, Item, Mcp, Reply, SseReader};
 use super::report::Finding;
 
 /// The buffering probe: three progress steps 1.5 s apart, so the result
@@ -24,6 +24,10 @@ const INTERVAL_MS: u64 = 1500;
 /// Unbuffered when the first progress leads the result by at least this
 /// (half the nominal lead: a slow machine is not a buffering proxy).
 const MIN_LEAD: Duration = Duration::from_millis(1500);
+/// What to do about a proxy that buffers responses.
+const FIX_BUFFERING: &str = "turn response buffering off for this route (nginx: proxy_buffering off, proxy_http_version 1.1, and do not ignore mcpd's X-Accel-Buffering: no; ingress-nginx: the chart's ingress.controller: nginx sets it; a CDN: no buffering for text/event-stream)";
+/// A close this soon after a retry hint is the server's.
+const HINT_BEFORE_CLOSE: Duration = Duration::from_secs(1);
 /// A stream idle this long without a keep-alive is worth a warning.
 const KEEP_ALIVE_EXPECTED_SECS: u64 = 30;
 
@@ -155,7 +159,7 @@ pub async fn unbuffered(mcp: &Mcp<'_>) -> Finding {
                 progress_at.as_secs_f64(),
                 reply.messages.len()
             ),
-            "turn response buffering off for this route (nginx: proxy_buffering off, and do not ignore mcpd's X-Accel-Buffering: no; ingress-nginx: the chart's ingress.controller: nginx sets it; a CDN: no buffering for text/event-stream)",
+            FIX_BUFFERING,
         )
     };
     f.with("first_progress_secs", secs(progress_at))
@@ -196,11 +200,9 @@ async fn hold(mcp: &Mcp<'_>, idle: Duration) -> Finding {
     let resp = match mcp.get(None).await {
         Ok(r) => r,
         Err(e) => {
-            return Finding::fail(
-                ID,
-                format!("GET for the session's stream: {e:#}"),
-                "see reachable",
-            )
+            // A buffering proxy holds even the head of a stream without data.
+            let m = format!("GET for the session's stream: {e:#}: something on the way holds the response until it has data (buffering)");
+            return Finding::fail(ID, m, FIX_BUFFERING);
         }
     };
     let status = resp.status().as_u16();
@@ -223,20 +225,31 @@ async fn hold(mcp: &Mcp<'_>, idle: Duration) -> Finding {
         );
     }
     let mut reader = SseReader::new(resp);
-    let (mut last_data, mut keep_alives, mut retry) = (start, 0u32, false);
+    // `data`: messages and keep-alives (a priming event is neither);
+    // `hint`: when the last retry hint came.
+    let (mut last_data, mut data, mut keep_alives) = (start, false, 0u32);
+    let mut hint: Option<Instant> = None;
     let deadline = start + idle;
     loop {
         match reader.next(deadline).await {
             Item::Event(e) => {
-                retry = e.retry.is_some();
-                last_data = Instant::now();
+                if e.retry.is_some() {
+                    hint = Some(Instant::now());
+                }
+                if e.data.as_deref().is_some_and(|d| !d.is_empty()) {
+                    data = true;
+                    last_data = Instant::now();
+                }
             }
             Item::Comment => {
                 keep_alives += 1;
+                data = true;
                 last_data = Instant::now();
             }
             Item::TimedOut => break,
-            Item::End if retry => {
+            // A server that ends a stream to be polled sends its retry
+            // hint right before; a proxy's timeout comes after a quiet spell.
+            Item::End if hint.is_some_and(|h| h.elapsed() < HINT_BEFORE_CLOSE) => {
                 let m = format!(
                     "the server closed the stream after {:.0} s with a retry hint (polling)",
                     start.elapsed().as_secs_f64()
@@ -246,7 +259,7 @@ async fn hold(mcp: &Mcp<'_>, idle: Duration) -> Finding {
             Item::End => {
                 let closed = start.elapsed();
                 let quiet = last_data.elapsed();
-                let what = if keep_alives == 0 {
+                let what = if !data {
                     format!(
                         "the stream was closed after ~{:.0} s with no data",
                         closed.as_secs_f64()
@@ -294,18 +307,12 @@ pub async fn resume(mcp: &Mcp<'_>) -> Finding {
     }
     let request = countdown(mcp, 2, 1000);
     let id = request.id.clone();
-    let resp = match mcp
-        .post(Conn::Pooled, &Message::Request(request))
-        .send()
-        .await
-    {
+    let post = mcp.post(Conn::Pooled, &Message::Request(request));
+    let resp = match send(post, mcp.http.timeout).await {
         Ok(r) => r,
         Err(e) => {
-            return Finding::fail(
-                ID,
-                format!("tools/call countdown: {}", super::client::describe(&e)),
-                "see reachable",
-            )
+            let m = format!("tools/call countdown: {e:#}");
+            return Finding::fail(ID, m, "see reachable");
         }
     };
     if !resp
