@@ -176,8 +176,19 @@ async fn resource_metadata(
             return (None, f);
         }
     };
+    // Checking through another way in (`--resource`), the public URL the
+    // challenge points at may not be reachable from here: not a fault.
+    let elsewhere = pointed.is_some_and(|p| origin(p) == origin(resource))
+        && origin(resource) != Some(http.url.origin().ascii_serialization());
     let f = match compare(&url, &doc, resource) {
         f if note.is_empty() => f,
+        mut f if elsewhere => {
+            f.message = format!(
+                "{} (read at {url}: {note}not reachable from here)",
+                f.message
+            );
+            f
+        }
         f => Finding::fail(
             ID,
             format!("{note}{} at {url}", f.message),
@@ -185,6 +196,13 @@ async fn resource_metadata(
         ),
     };
     (Some(doc), f)
+}
+
+/// The origin of `url` (`scheme://host[:port]`), when it is one.
+fn origin(url: &str) -> Option<String> {
+    Url::parse(url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization())
 }
 
 /// The document's `resource` against the URL clients use, string for string.
