@@ -10,7 +10,8 @@
 //! so it works against other MCP servers too.
 //!
 //! Layout: [`report`] (findings; the human and the JSON report), [`client`]
-//! (timed HTTP, SSE and MCP requests of both eras), and one file per group
+//! (timed HTTP and MCP requests of both eras), [`reply`] (JSON and SSE
+//! answers, timed), and one file per group
 //! of checks: [`transport`] (reachable, TLS, HTTP/2), [`access`] (Host,
 //! CORS), [`auth`] (challenge, metadata, issuer, JWKS, scopes, token),
 //! [`eras`] (which protocol revisions answer), [`streams`] (SSE buffering,
@@ -26,6 +27,7 @@ mod affinity;
 mod auth;
 mod client;
 mod eras;
+mod reply;
 mod report;
 mod streams;
 mod transport;
