@@ -33,7 +33,7 @@ mod streams;
 mod transport;
 
 use client::{initialize, Era, Http};
-use report::{Report, Status};
+use report::{Finding, Report, Status};
 
 /// `mcpd doctor`'s arguments.
 #[derive(Debug, Clone, Args)]
@@ -107,7 +107,7 @@ pub fn main(options: Options) -> u8 {
 /// Every check against the endpoint, in order; a check that cannot run
 /// (the endpoint is unreachable, refuses the host, needs a token) skips
 /// the rest with the reason.
-pub async fn examine(http: &Http, options: &Options) -> Report {
+async fn examine(http: &Http, options: &Options) -> Report {
     let mut report = Report::new(&options.url);
     report.extend(transport::tls(http).await);
     // What a new client does first: initialize, without a token.
@@ -159,33 +159,38 @@ pub async fn examine(http: &Http, options: &Options) -> Report {
         Era::Session { version, .. } => version.clone(),
         Era::Stateless => "2025-11-25".into(),
     };
+    // The idle stream takes longest: it runs beside the rest, on its own session.
     let idle = streams::idle(http, &version, Duration::from_secs(options.idle_secs));
-    let rest = async {
-        let mut found = Vec::new();
-        match streams::has_countdown(&session).await {
-            Ok(true) => {
-                found.push(streams::unbuffered(&session).await);
-                found.push(streams::resume(&session).await);
-            }
-            Ok(false) => {
-                let why = "the server has no countdown tool (mcpd's demo tool set): progress and resumption not checked";
-                found.push(report::Finding::skip("sse.unbuffered", why));
-                found.push(report::Finding::skip("sse.resume", why));
-            }
-            Err(e) => {
-                let why = format!("tools/list failed: {e}");
-                found.push(report::Finding::skip("sse.unbuffered", &why));
-                found.push(report::Finding::skip("sse.resume", why));
-            }
-        }
-        found.push(affinity::check(&session).await);
-        found
-    };
+    let rest = session_checks(&session);
     let (idle, rest) = tokio::join!(idle, rest);
     session.close().await;
     report.push(idle);
     report.extend(rest);
     finish(report, "not reached")
+}
+
+/// Progress timing and resumption (with the demo `countdown` tool), then
+/// the session over new connections.
+async fn session_checks(session: &client::Mcp<'_>) -> Vec<Finding> {
+    let mut found = Vec::new();
+    match streams::has_countdown(session).await {
+        Ok(true) => {
+            found.push(streams::unbuffered(session).await);
+            found.push(streams::resume(session).await);
+        }
+        Ok(false) => {
+            let why = "the server has no countdown tool (mcpd's demo tool set): progress and resumption not checked";
+            found.push(Finding::skip("sse.unbuffered", why));
+            found.push(Finding::skip("sse.resume", why));
+        }
+        Err(e) => {
+            let why = format!("tools/list failed: {e}");
+            found.push(Finding::skip("sse.unbuffered", &why));
+            found.push(Finding::skip("sse.resume", why));
+        }
+    }
+    found.push(affinity::check(session).await);
+    found
 }
 
 fn finish(mut report: Report, reason: &str) -> Report {

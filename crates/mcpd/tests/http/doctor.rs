@@ -335,3 +335,28 @@ fn a_host_name_off_the_allow_list_is_found() {
     );
     assert_finding(&r, "era.session", "skip", &["refuses the host name"]);
 }
+
+/// As `helm test` runs it: through another way in (the Service), told the
+/// public URL with `--resource`, which is not reachable from here (here
+/// `127.0.0.2`, where nothing listens), and without a token: the metadata
+/// is read through the way in, and nothing fails.
+#[test]
+fn through_another_way_in_the_public_resource_is_compared() {
+    let key = SigningKey::new("k1");
+    let idp = authorization_server(&key);
+    let public = |url: &str| url.replace("127.0.0.1", "127.0.0.2");
+    let s = auth_server(&idp, &idp.url, public);
+    let (code, r) = doctor(&s.url, &["--idle-secs", "1", "--resource", &public(&s.url)]);
+    assert_eq!(code, 0, "{r:#}");
+    assert_finding(
+        &r,
+        "auth.resource-metadata",
+        "pass",
+        &[
+            &format!("names resource {:?}", public(&s.url)),
+            "not reachable from here",
+        ],
+    );
+    assert_finding(&r, "auth.authorization-server", "pass", &[]);
+    assert_finding(&r, "auth.token", "skip", &["no --token given"]);
+}
