@@ -22,11 +22,13 @@ pub fn reachable(http: &Http, first: Result<&Reply, &anyhow::Error>) -> Finding 
     let reply = match first {
         Ok(r) => r,
         Err(e) => {
-            return Finding::fail(
-                "reachable",
-                format!("no answer from {target}: {e:#}"),
-                "check the URL, DNS (or --resolve), and that a listener or load balancer accepts connections on that port",
-            )
+            let why = format!("{e:#}");
+            let fix = if why.contains("SSL") || why.contains("certificate") {
+                "the TLS handshake failed (see tls): fix the certificate, or pass --insecure to run the other checks anyway"
+            } else {
+                "check the URL, DNS (or --resolve), and that a listener or load balancer accepts connections on that port"
+            };
+            return Finding::fail("reachable", format!("no answer from {target}: {why}"), fix);
         }
     };
     let status = reply.status.as_u16();
