@@ -159,7 +159,11 @@ def one(objs, kind, name=None):
 
 
 def pod_spec(obj):
-    return obj["spec"]["template"]["spec"]
+    return obj["spec"] if obj["kind"] == "Pod" else obj["spec"]["template"]["spec"]
+
+
+def is_hook(obj):
+    return "helm.sh/hook" in (obj["metadata"].get("annotations") or {})
 
 
 def mcpd_container(deploy):
@@ -397,7 +401,7 @@ def check_ports_and_probes(objs):
 
 
 def check_security(objs):
-    for kind in ("Deployment", "StatefulSet"):
+    for kind in ("Deployment", "StatefulSet", "Pod"):
         for o in find(objs, kind):
             spec = pod_spec(o)
             psc = spec.get("securityContext", {})
@@ -510,6 +514,43 @@ def jwk_from_pem(pem):
     n = bytes.fromhex(out.strip().split("=", 1)[1])
     b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
     return {"kty": "RSA", "kid": "placeholder", "use": "sig", "alg": "RS256", "n": b64(n), "e": b64(b"\x01\x00\x01")}
+
+
+def check_helm_test(objs, values):
+    """The `helm test` Pod runs the release's image as `mcpd doctor` against
+    the main Service's URL (scheme, port, path), holding a stream past the
+    keep-alive, and names the public resource when auth is on."""
+    pods = [o for o in find(objs, "Pod") if is_hook(o)]
+    if not values.get("tests", {}).get("enabled", True):
+        need(not pods, "tests.enabled is false, but a test Pod renders")
+        return
+    need(len(pods) == 1, f"expected one helm test Pod, found {len(pods)}")
+    pod = pods[0]
+    need(pod["metadata"]["annotations"]["helm.sh/hook"] == "test", "the test Pod's hook is not `test`")
+    need(pod["spec"].get("restartPolicy") == "Never", "the test Pod must not restart (its exit status is the result)")
+    deploy = one(objs, "Deployment")
+    c = pod["spec"]["containers"][0]
+    need(c["image"] == mcpd_container(deploy)["image"], f"the test Pod runs {c['image']}, not the release's image")
+    args = c.get("args", [])
+    need(args[:1] == ["doctor"], f"the test Pod does not run `mcpd doctor`: {args}")
+    _, cfg = mcpd_config(objs)
+    main = one(objs, "Service", deploy["metadata"]["name"])
+    tls = bool(cfg.get("tls", {}).get("cert_file"))
+    m = re.fullmatch(r"(https?)://([^:/]+):(\d+)(/.*)", args[1] if len(args) > 1 else "")
+    need(m, f"the doctor's URL {args[1:2]} is not scheme://service:port/path")
+    need(m.group(1) == ("https" if tls else "http"), f"the doctor uses {m.group(1)} but [tls] is {'on' if tls else 'off'}")
+    need(m.group(2) == main["metadata"]["name"], f"the doctor asks {m.group(2)}, not the Service {main['metadata']['name']}")
+    need(int(m.group(3)) in [p["port"] for p in main["spec"]["ports"]], f"port {m.group(3)} is not a port of the Service")
+    need(m.group(4) == cfg.get("http", {}).get("path", "/mcp"), f"path {m.group(4)} is not http.path")
+    hosts = cfg.get("http", {}).get("allowed_hosts", [])
+    need(m.group(2) in hosts or "*" in hosts, f"{m.group(2)} is not in http.allowed_hosts: mcpd would answer the doctor 403")
+    idle = int(args[args.index("--idle-secs") + 1]) if "--idle-secs" in args else 90
+    keep_alive = int(cfg.get("http", {}).get("keep_alive_secs", 15))
+    need(idle > keep_alive, f"--idle-secs {idle} does not outlast http.keep_alive_secs {keep_alive}")
+    auth = cfg.get("auth", {})
+    if auth.get("enabled"):
+        need("--resource" in args and args[args.index("--resource") + 1] == auth.get("resource"),
+             "with auth on, the doctor must be told the public resource (--resource = auth.resource)")
 
 
 def check_ingress_sse(objs, values):
@@ -738,6 +779,10 @@ def manifest_files():
         docs = [d for d in docs if any(l.strip() and not l.lstrip().startswith("#") for l in d.splitlines())]
         if not docs:
             continue
+        # Hooks (the `helm test` Pod) run under Helm only, not from plain manifests.
+        docs = [d for d in docs if not is_hook(yaml.safe_load(d))]
+        if not docs:
+            continue
         kinds = {yaml.safe_load(d)["kind"] for d in docs}
         sub = "monitoring/" if kinds & {"ServiceMonitor", "PrometheusRule"} else ""
         name = sub + Path(path).name
@@ -804,6 +849,7 @@ def main():
         r.run(f"labels[{name}]", check_labels, objs)
         r.run(f"shutdown[{name}]", check_shutdown, objs)
         r.run(f"ingress-sse[{name}]", check_ingress_sse, objs, values)
+        r.run(f"helm-test[{name}]", check_helm_test, objs, values)
         r.run(f"check-config[{name}]", check_config_accepted, objs, bin_path)
 
     r.run("refuse.memory-store-replicas", expect_render_error, {"replicaCount": 3},

@@ -36,6 +36,7 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 command -v curl >/dev/null || apt_install curl
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
 command -v promtool >/dev/null || apt_install prometheus
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || apt_install nginx  # mcpd doctor's tests put it in front of mcpd
 command -v chromium >/dev/null || apt_install chromium
 
 # --- lints -------------------------------------------------------------------

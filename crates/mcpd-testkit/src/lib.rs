@@ -9,11 +9,13 @@
 //! - [`sse`]: an incremental SSE parser over a response body.
 //! - [`redis`]: a real `redis-server` (unix socket) or Redis Cluster, killed on drop.
 //! - [`process`]: mcpd as a child process, for SIGKILL-and-restart tests.
+//! - [`nginx`]: a real nginx in front of a server, with a test's directives.
 //! - [`cluster`]: several mcpd processes on one Redis behind a round-robin
 //!   proxy (every request of a session on the next replica).
 
 pub mod client;
 pub mod cluster;
+pub mod nginx;
 pub mod process;
 pub mod redis;
 pub mod sse;
@@ -21,6 +23,7 @@ pub mod stub;
 
 pub use client::{McpClient, Reply, INIT_VERSION};
 pub use cluster::{RoundRobinProxy, TestCluster};
+pub use nginx::Nginx;
 pub use process::McpdProcess;
 pub use redis::{RedisCluster, RedisSentinel, RedisServer, SENTINEL_SERVICE};
 pub use sse::{SseEvent, SseStream};

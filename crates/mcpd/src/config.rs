@@ -29,7 +29,7 @@ mod tracing;
 pub use self::tracing::TracingSection;
 pub use admin::AdminSection;
 pub use auth::AuthSection;
-pub use cli::Cli;
+pub use cli::{Cli, Command};
 pub use gateway::GatewaySection;
 pub use http::HttpSection;
 pub use limits::LimitsSection;

@@ -3,7 +3,8 @@
 //! harness both call [`serve`], so tests run exactly what ships.
 //!
 //! Layout: [`config`] (file < env < CLI), [`toolsets`] (`demo`,
-//! `conformance`), and this file (wiring).
+//! `conformance`), [`doctor`] (`mcpd doctor URL`: a deployment checked
+//! from outside), and this file (wiring).
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -24,6 +25,7 @@ use tracing::Instrument;
 
 mod admin;
 pub mod config;
+pub mod doctor;
 pub mod prelude;
 mod shutdown;
 pub mod stdio;
@@ -467,9 +469,15 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
 
 /// Loads configuration the way the `mcpd` binary does (flags, `MCPD_*`
 /// environment, `--config FILE`). [`run`] sets up logging and tracing.
+///
+/// `mcpd doctor URL …` is answered here, so every binary built on this
+/// function has it: the doctor runs and the process exits with its status.
 pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
     use clap::Parser;
     let cli = Cli::parse();
+    if let Some(config::Command::Doctor(options)) = &cli.command {
+        std::process::exit(i32::from(doctor::main(options.clone())));
+    }
     let config = Config::load(&cli, std::env::vars())?;
     if cli.check_config {
         println!(

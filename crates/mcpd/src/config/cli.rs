@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use toml::Value;
 
 use crate::toolsets::Toolset;
@@ -13,7 +13,8 @@ use crate::toolsets::Toolset;
 #[command(
     name = "mcpd",
     version,
-    about = "A Model Context Protocol server over Streamable HTTP"
+    about = "A Model Context Protocol server over Streamable HTTP",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     /// Address to listen on (`server.listen`), e.g. 127.0.0.1:8080.
@@ -46,6 +47,18 @@ pub struct Cli {
     /// Validate the configuration, print it, and exit.
     #[arg(long)]
     pub check_config: bool,
+    /// Instead of serving: another command.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Commands other than serving (which needs none).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a deployed MCP endpoint from outside, as a client would:
+    /// reachability, TLS, protocol eras, SSE through proxies, sessions
+    /// across replicas, auth metadata, Host and CORS.
+    Doctor(crate::doctor::Options),
 }
 
 impl Cli {

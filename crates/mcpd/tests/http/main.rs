@@ -42,9 +42,13 @@
 //!   bounds (issue #23's findings).
 //! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
 //!   described by its function, and served.
+//! - [`doctor`]: `mcpd doctor` against mcpd directly, behind a real nginx
+//!   that buffers SSE or cuts idle streams, with auth metadata naming
+//!   another resource, and with a Host allow-list refusing the public name.
 
 mod auth;
 mod backend;
+mod doctor;
 mod errors;
 mod features;
 mod fuzz;
