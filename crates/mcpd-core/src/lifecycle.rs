@@ -86,14 +86,11 @@ pub fn pongs(messages: &[Message]) -> Vec<Vec<u8>> {
     messages
         .iter()
         .filter_map(|m| match m {
-            Message::Request(r) => Some(jsonrpc::result_bytes(&r.id, &EmptyResult {})),
+            Message::Request(r) => Some(jsonrpc::result_bytes(&r.id, &JsonObject::new())),
             _ => None,
         })
         .collect()
 }
-
-#[derive(serde::Serialize)]
-struct EmptyResult {}
 
 /// Why `initialize` did not create a session.
 #[derive(Debug, thiserror::Error)]

@@ -254,7 +254,7 @@ pub async fn post(
         | Ok(Admission::BeforeInitialize | Admission::Session) => {}
     }
 
-    if header_str(h, &SESSION_HEADER)?.is_none() {
+    if !named {
         // Without a session, an unsupported version (e.g. a 2026-07-28 probe)
         // is the more useful answer; either way it is a 400 without a modern
         // error code, so dual-era clients fall back to initialize.

@@ -2,7 +2,7 @@
 //! characters escaped, so a line feed in a tool name or a client name can
 //! never start a forged log line, in the human format as in JSON.
 
-use std::fmt;
+use std::fmt::{self, Write};
 
 /// Displays a client-chosen string with control characters escaped
 /// (`\n`, `\u{1b}`, ...); anything else is written as it is.
@@ -17,7 +17,7 @@ impl fmt::Display for Clean<'_> {
             if c.is_control() {
                 write!(f, "{}", c.escape_default())?;
             } else {
-                f.write_fmt(format_args!("{c}"))?;
+                f.write_char(c)?;
             }
         }
         Ok(())

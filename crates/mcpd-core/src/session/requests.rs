@@ -225,38 +225,47 @@ impl SessionActor {
                 Change::Applied(..) => None,
             })
             .collect();
-        let server = self.env.server.clone();
-        let check = async move {
-            if uris.is_empty() || server.forward_all.is_some() {
-                return uris.into_iter().collect();
-            }
-            known_uris(server.registry.resource_providers(), uris).await
-        };
+        if uris.is_empty() || self.env.server.forward_all.is_some() {
+            let known = uris.into_iter().collect();
+            self.apply_changes(changes, &known, ctx);
+            return;
+        }
+        let lookup = known_uris(self.env.server.registry.resource_providers(), uris);
         ctx.wait(
-            actix::fut::wrap_future::<_, Self>(check).map(move |known, act, ctx| {
-                let mut answer = Vec::with_capacity(changes.len());
-                for c in changes {
-                    match c {
-                        Change::Applied(id, stream) => answer.push((id, stream)),
-                        Change::Subscribe(id, stream, uri) if known.contains(&uri) => {
-                            act.env.feed.subscribe(&uri, &act.id);
-                            act.record.subscriptions.insert(uri);
-                            answer.push((id, stream));
-                        }
-                        Change::Subscribe(id, stream, uri) => {
-                            let e = ErrorObject::new(
-                                ErrorCode::RESOURCE_NOT_FOUND,
-                                format!("Resource not found: {uri} (only resources this server lists, or its templates match, can be subscribed to)"),
-                            )
-                            .with_data(serde_json::json!({ "uri": uri }));
-                            let bytes = jsonrpc::outcome_bytes(&id, &Err(e));
-                            act.streams.request_ended(&stream, Some(bytes.into()));
-                        }
-                    }
-                }
-                act.save_then_answer(answer, ctx);
-            }),
+            actix::fut::wrap_future::<_, Self>(lookup)
+                .map(move |known, act, ctx| act.apply_changes(changes, &known, ctx)),
         );
+    }
+
+    /// Applies the subscriptions whose URI is `known` (the others are
+    /// answered `-32002`), then saves and answers the rest.
+    fn apply_changes(
+        &mut self,
+        changes: Vec<Change>,
+        known: &std::collections::HashSet<String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let mut answer = Vec::with_capacity(changes.len());
+        for c in changes {
+            match c {
+                Change::Applied(id, stream) => answer.push((id, stream)),
+                Change::Subscribe(id, stream, uri) if known.contains(&uri) => {
+                    self.env.feed.subscribe(&uri, &self.id);
+                    self.record.subscriptions.insert(uri);
+                    answer.push((id, stream));
+                }
+                Change::Subscribe(id, stream, uri) => {
+                    let e = ErrorObject::new(
+                        ErrorCode::RESOURCE_NOT_FOUND,
+                        format!("Resource not found: {uri} (only resources this server lists, or its templates match, can be subscribed to)"),
+                    )
+                    .with_data(serde_json::json!({ "uri": uri }));
+                    let bytes = jsonrpc::outcome_bytes(&id, &Err(e));
+                    self.streams.request_ended(&stream, Some(bytes.into()));
+                }
+            }
+        }
+        self.save_then_answer(answer, ctx);
     }
 
     /// A session-state change is answered once the directory has it, so an

@@ -77,14 +77,20 @@ impl TestServer {
     /// Shuts the server down the way SIGTERM does (graceful), without
     /// waiting: listen streams get their final result, then HTTP stops.
     pub fn shutdown(&self) {
+        let _ = self.stop_in_background(true);
+    }
+
+    /// Stops the server from a throwaway runtime on its own thread: the
+    /// caller may be outside any runtime (drop), and does not wait.
+    fn stop_in_background(&self, graceful: bool) -> std::thread::JoinHandle<()> {
         let stop = self.stop.clone();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
-            rt.block_on(stop.stop(true));
-        });
+            rt.block_on(stop.stop(graceful));
+        })
     }
 
     /// A client for this server.
@@ -95,17 +101,7 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        let stop = self.stop.clone();
-        // Stop from a throwaway runtime: drop may run outside any runtime.
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(stop.stop(false));
-        })
-        .join()
-        .ok();
+        self.stop_in_background(false).join().ok();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
