@@ -15,10 +15,12 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+pub mod budget;
 pub mod bus;
 pub mod memory;
 pub mod redis;
 
+pub use budget::{Budget, Budgets};
 pub use bus::{BusTarget, ControlBus, LocalBus};
 pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
 pub use redis::{RedisBus, RedisConfig, RedisStore};
@@ -78,11 +80,21 @@ pub trait EventLog: Send + Sync + 'static {
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// Every event of `stream` still retained, oldest first;
-    /// `UnknownStream` when none is.
+    /// `UnknownStream` when the stream is not known, `Expired` when it had
+    /// events and every one was dropped (a resumption must be refused).
     async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// Forgets every stream of a session.
     async fn remove_session(&self, session: &str);
+
+    /// Names the client (principal, or address without auth) a session
+    /// belongs to, for a backend that bounds bytes per client.
+    fn assign(&self, _session: &str, _client: &str) {}
+
+    /// Bytes the log holds in this process (`None`: kept elsewhere).
+    fn bytes_kept(&self) -> Option<u64> {
+        None
+    }
 
     /// Whether the backend answers now (readiness).
     async fn check(&self) -> Result<(), StoreError> {

@@ -1,7 +1,8 @@
 //! In-memory backends: bounded ring buffers per stream, a map for sessions.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -14,12 +15,24 @@ use crate::{EventLog, SessionDirectory, StoreError, StoredEvent};
 pub struct Retention {
     /// Events kept per stream; older ones are dropped first.
     pub max_events_per_stream: usize,
-    /// Bytes kept per stream (the newest event is always kept).
+    /// Bytes kept per stream; older events are dropped first (an event
+    /// larger than this is sent but not kept: resuming before it is
+    /// refused).
     pub max_bytes_per_stream: usize,
     /// Streams kept per session; the least recently written is dropped first.
     pub max_streams_per_session: usize,
     /// A stream untouched this long is dropped.
     pub max_age: Duration,
+    /// Bytes kept per session (memory log): the oldest events of its least
+    /// recently written stream go first.
+    pub max_bytes_per_session: usize,
+    /// Bytes kept for all the sessions of one client (principal, or
+    /// address without auth; memory log): its least recently written
+    /// streams are dropped first.
+    pub max_bytes_per_client: usize,
+    /// Bytes kept in all (memory log): the least recently written streams
+    /// of any session are dropped first.
+    pub max_bytes_total: usize,
 }
 
 impl Default for Retention {
@@ -29,6 +42,9 @@ impl Default for Retention {
             max_bytes_per_stream: 8 * 1024 * 1024,
             max_streams_per_session: 64,
             max_age: Duration::from_secs(600),
+            max_bytes_per_session: 16 * 1024 * 1024,
+            max_bytes_per_client: 64 * 1024 * 1024,
+            max_bytes_total: 512 * 1024 * 1024,
         }
     }
 }
@@ -45,16 +61,53 @@ impl Stream {
     fn oldest(&self) -> u64 {
         self.events.front().map_or(self.last + 1, |e| e.seq)
     }
+
+    /// Drops the oldest event kept; the bytes freed.
+    fn pop(&mut self) -> usize {
+        let n = self.events.pop_front().map_or(0, |e| e.data.len());
+        self.bytes -= n;
+        n
+    }
+
+    /// Drops every event kept (the numbering goes on, so a resumption
+    /// before them is refused); the bytes freed.
+    fn clear(&mut self) -> usize {
+        self.events.clear();
+        std::mem::take(&mut self.bytes)
+    }
+}
+
+/// What one client's sessions hold in the log.
+struct Client {
+    key: Arc<str>,
+    bytes: AtomicUsize,
+    sessions: AtomicUsize,
 }
 
 /// One session's streams, behind that session's own lock.
-type SessionStreams = std::sync::Arc<Mutex<HashMap<String, Stream>>>;
+#[derive(Default)]
+struct Entry {
+    client: Option<Arc<Client>>,
+    bytes: usize,
+    streams: HashMap<String, Stream>,
+}
+
+type Shared = Arc<Mutex<Entry>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; a poisoned one is sound.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The default event log. Sessions are sharded by one mutex each, so the
-/// lock a request takes is its own session's, never a global one.
+/// lock an append holds while it trims is its own session's. Bytes are
+/// bounded per stream, per session, per client and in total; over a
+/// budget, the least recently written streams lose their events first.
 pub struct MemoryEventLog {
     retention: Retention,
-    sessions: Mutex<HashMap<String, SessionStreams>>,
+    sessions: Mutex<HashMap<String, Shared>>,
+    clients: Mutex<HashMap<Arc<str>, Arc<Client>>>,
+    total: AtomicUsize,
 }
 
 impl MemoryEventLog {
@@ -62,19 +115,139 @@ impl MemoryEventLog {
         Self {
             retention,
             sessions: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+            total: AtomicUsize::new(0),
         }
     }
 
-    fn session(
-        &self,
-        session: &str,
-        create: bool,
-    ) -> Option<std::sync::Arc<Mutex<HashMap<String, Stream>>>> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    fn session(&self, session: &str, create: bool) -> Option<Shared> {
+        let mut sessions = lock(&self.sessions);
         if create {
             Some(sessions.entry(session.to_owned()).or_default().clone())
         } else {
             sessions.get(session).cloned()
+        }
+    }
+
+    /// Bytes kept now, in all.
+    pub fn bytes(&self) -> usize {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    fn added(&self, entry: &mut Entry, n: usize) {
+        entry.bytes += n;
+        if let Some(c) = &entry.client {
+            c.bytes.fetch_add(n, Ordering::Relaxed);
+        }
+        self.total.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn freed(&self, entry: &mut Entry, n: usize) {
+        entry.bytes -= n;
+        if let Some(c) = &entry.client {
+            c.bytes.fetch_sub(n, Ordering::Relaxed);
+        }
+        self.total.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Appends within the session's own lock, trimming the stream and the
+    /// session to their budgets.
+    fn append_locked(&self, entry: &mut Entry, stream: &str, data: Bytes) -> u64 {
+        let now = Instant::now();
+        let r = self.retention;
+        let mut freed = 0;
+        entry.streams.retain(|_, s| {
+            let keep = now.duration_since(s.touched) < r.max_age;
+            if !keep {
+                freed += s.bytes;
+            }
+            keep
+        });
+        if !entry.streams.contains_key(stream) && entry.streams.len() >= r.max_streams_per_session {
+            if let Some(oldest) = entry
+                .streams
+                .iter()
+                .min_by_key(|(_, s)| s.touched)
+                .map(|(k, _)| k.clone())
+            {
+                freed += entry.streams.remove(&oldest).map_or(0, |s| s.bytes);
+            }
+        }
+        self.freed(entry, freed);
+        let n = data.len();
+        let s = entry
+            .streams
+            .entry(stream.to_owned())
+            .or_insert_with(|| Stream {
+                last: 0,
+                events: VecDeque::new(),
+                bytes: 0,
+                touched: now,
+            });
+        s.last += 1;
+        s.touched = now;
+        s.bytes += n;
+        s.events.push_back(StoredEvent { seq: s.last, data });
+        let seq = s.last;
+        let mut freed = 0;
+        while s.events.len() > r.max_events_per_stream || s.bytes > r.max_bytes_per_stream {
+            freed += s.pop();
+        }
+        self.added(entry, n);
+        self.freed(entry, freed);
+        while entry.bytes > r.max_bytes_per_session {
+            let Some(s) = entry
+                .streams
+                .values_mut()
+                .filter(|s| !s.events.is_empty())
+                .min_by_key(|s| s.touched)
+            else {
+                break;
+            };
+            let n = s.pop();
+            self.freed(entry, n);
+        }
+        seq
+    }
+
+    /// Over the client's or the process's budget: the least recently
+    /// written streams in that scope lose their events, down to 7/8 of
+    /// the budget (so the next appends do not each scan again).
+    fn evict(&self, client: Option<&Arc<Client>>) {
+        let (used, limit) = match client {
+            Some(c) => (&c.bytes, self.retention.max_bytes_per_client),
+            None => (&self.total, self.retention.max_bytes_total),
+        };
+        if used.load(Ordering::Relaxed) <= limit {
+            return;
+        }
+        let target = limit - limit / 8;
+        let entries: Vec<Shared> = lock(&self.sessions).values().cloned().collect();
+        let mut candidates = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            let e = lock(e);
+            let ours = match (client, &e.client) {
+                (None, _) => true,
+                (Some(c), Some(theirs)) => Arc::ptr_eq(c, theirs),
+                (Some(_), None) => false,
+            };
+            if ours {
+                candidates.extend(
+                    e.streams
+                        .iter()
+                        .filter(|(_, s)| s.bytes > 0)
+                        .map(|(k, s)| (s.touched, i, k.clone())),
+                );
+            }
+        }
+        candidates.sort_unstable_by_key(|(touched, ..)| *touched);
+        for (_, i, key) in candidates {
+            if used.load(Ordering::Relaxed) <= target {
+                break;
+            }
+            let mut e = lock(&entries[i]);
+            let n = e.streams.get_mut(&key).map_or(0, Stream::clear);
+            self.freed(&mut e, n);
         }
     }
 }
@@ -88,38 +261,16 @@ impl Default for MemoryEventLog {
 #[async_trait]
 impl EventLog for MemoryEventLog {
     async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
-        let streams = self.session(session, true).expect("created");
-        let mut streams = streams.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        let r = self.retention;
-        streams.retain(|_, s| now.duration_since(s.touched) < r.max_age);
-        if !streams.contains_key(stream) && streams.len() >= r.max_streams_per_session {
-            if let Some(oldest) = streams
-                .iter()
-                .min_by_key(|(_, s)| s.touched)
-                .map(|(k, _)| k.clone())
-            {
-                streams.remove(&oldest);
-            }
+        let entry = self.session(session, true).expect("created");
+        let (seq, client) = {
+            let mut e = lock(&entry);
+            (self.append_locked(&mut e, stream, data), e.client.clone())
+        };
+        if let Some(c) = &client {
+            self.evict(Some(c));
         }
-        let s = streams.entry(stream.to_owned()).or_insert_with(|| Stream {
-            last: 0,
-            events: VecDeque::new(),
-            bytes: 0,
-            touched: now,
-        });
-        s.last += 1;
-        s.touched = now;
-        s.bytes += data.len();
-        s.events.push_back(StoredEvent { seq: s.last, data });
-        while s.events.len() > r.max_events_per_stream
-            || (s.bytes > r.max_bytes_per_stream && s.events.len() > 1)
-        {
-            if let Some(e) = s.events.pop_front() {
-                s.bytes -= e.data.len();
-            }
-        }
-        Ok(s.last)
+        self.evict(None);
+        Ok(seq)
     }
 
     async fn replay(
@@ -128,11 +279,11 @@ impl EventLog for MemoryEventLog {
         stream: &str,
         after: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let streams = self
+        let entry = self
             .session(session, false)
             .ok_or(StoreError::UnknownStream)?;
-        let streams = streams.lock().unwrap_or_else(|p| p.into_inner());
-        let s = streams.get(stream).ok_or(StoreError::UnknownStream)?;
+        let entry = lock(&entry);
+        let s = entry.streams.get(stream).ok_or(StoreError::UnknownStream)?;
         if after > s.last {
             return Err(StoreError::Ahead {
                 after,
@@ -152,20 +303,64 @@ impl EventLog for MemoryEventLog {
         "memory"
     }
 
+    fn assign(&self, session: &str, client: &str) {
+        let entry = self.session(session, true).expect("created");
+        let mut e = lock(&entry);
+        if e.client.is_some() {
+            return;
+        }
+        let c = {
+            let mut clients = lock(&self.clients);
+            let c = clients
+                .entry(Arc::from(client))
+                .or_insert_with_key(|k| {
+                    Arc::new(Client {
+                        key: k.clone(),
+                        bytes: AtomicUsize::new(0),
+                        sessions: AtomicUsize::new(0),
+                    })
+                })
+                .clone();
+            c.sessions.fetch_add(1, Ordering::Relaxed);
+            c
+        };
+        c.bytes.fetch_add(e.bytes, Ordering::Relaxed);
+        e.client = Some(c);
+    }
+
+    fn bytes_kept(&self) -> Option<u64> {
+        Some(self.bytes() as u64)
+    }
+
     async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError> {
-        let streams = self
+        let entry = self
             .session(session, false)
             .ok_or(StoreError::UnknownStream)?;
-        let streams = streams.lock().unwrap_or_else(|p| p.into_inner());
-        let s = streams.get(stream).ok_or(StoreError::UnknownStream)?;
+        let entry = lock(&entry);
+        let s = entry.streams.get(stream).ok_or(StoreError::UnknownStream)?;
+        if s.events.is_empty() && s.last > 0 {
+            // Every event was dropped: resuming is refused as for trimmed ones.
+            return Err(StoreError::Expired {
+                after: 0,
+                oldest: s.last + 1,
+            });
+        }
         Ok(s.events.iter().cloned().collect())
     }
 
     async fn remove_session(&self, session: &str) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(session);
+        let Some(entry) = lock(&self.sessions).remove(session) else {
+            return;
+        };
+        let mut e = lock(&entry);
+        let n = e.bytes;
+        self.freed(&mut e, n);
+        if let Some(c) = e.client.take() {
+            let mut clients = lock(&self.clients);
+            if c.sessions.fetch_sub(1, Ordering::Relaxed) == 1 {
+                clients.remove(&c.key);
+            }
+        }
     }
 }
 
@@ -284,5 +479,104 @@ mod tests {
             Err(StoreError::UnknownStream)
         );
         assert!(log.replay("s", "c", 0).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_event_over_the_stream_budget_is_not_kept() {
+        let log = MemoryEventLog::new(Retention {
+            max_bytes_per_stream: 4,
+            ..Retention::default()
+        });
+        log.append("s", "a", b("12")).await.unwrap();
+        assert_eq!(log.append("s", "a", b("123456")).await.unwrap(), 2);
+        assert_eq!(log.bytes(), 0);
+        assert_eq!(
+            log.replay("s", "a", 1).await,
+            Err(StoreError::Expired {
+                after: 1,
+                oldest: 3
+            })
+        );
+        assert_eq!(log.replay("s", "a", 2).await.unwrap(), vec![]);
+    }
+
+    #[tokio::test]
+    async fn a_session_over_its_budget_loses_its_least_recent_stream_first() {
+        let log = MemoryEventLog::new(Retention {
+            max_bytes_per_session: 10,
+            ..Retention::default()
+        });
+        log.append("s", "old", b("aaaa")).await.unwrap();
+        log.append("s", "old", b("bbbb")).await.unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        log.append("s", "new", b("cccc")).await.unwrap();
+        assert_eq!(log.bytes(), 8);
+        assert_eq!(
+            log.replay("s", "old", 0).await,
+            Err(StoreError::Expired {
+                after: 0,
+                oldest: 2
+            })
+        );
+        assert_eq!(log.replay("s", "old", 1).await.unwrap().len(), 1);
+        assert_eq!(log.replay("s", "new", 0).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn one_client_over_its_budget_evicts_its_own_streams_not_others() {
+        let log = MemoryEventLog::new(Retention {
+            max_bytes_per_client: 100,
+            ..Retention::default()
+        });
+        log.assign("victim", "10.0.0.1");
+        log.append("victim", "a", Bytes::from(vec![b'v'; 60]))
+            .await
+            .unwrap();
+        for i in 0..10 {
+            let s = format!("hostile{i}");
+            log.assign(&s, "10.0.0.2");
+            std::thread::sleep(Duration::from_millis(1));
+            log.append(&s, "a", Bytes::from(vec![b'h'; 30]))
+                .await
+                .unwrap();
+        }
+        // The hostile client holds at most its budget; the oldest of its
+        // streams were emptied, the victim's was not touched.
+        assert!(log.bytes() <= 60 + 100, "{}", log.bytes());
+        assert_eq!(log.replay("victim", "a", 0).await.unwrap().len(), 1);
+        assert!(matches!(
+            log.replay("hostile0", "a", 0).await,
+            Err(StoreError::Expired { .. })
+        ));
+        assert_eq!(log.replay("hostile9", "a", 0).await.unwrap().len(), 1);
+        for i in 0..10 {
+            log.remove_session(&format!("hostile{i}")).await;
+        }
+        log.remove_session("victim").await;
+        assert_eq!(log.bytes(), 0);
+        assert!(
+            lock(&log.clients).is_empty(),
+            "clients forgotten with their sessions"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_total_budget_evicts_the_least_recently_written_streams() {
+        let log = MemoryEventLog::new(Retention {
+            max_bytes_total: 80,
+            ..Retention::default()
+        });
+        for i in 0..6 {
+            std::thread::sleep(Duration::from_millis(1));
+            log.append(&format!("s{i}"), "a", Bytes::from(vec![b'x'; 20]))
+                .await
+                .unwrap();
+        }
+        assert!(log.bytes() <= 80, "{}", log.bytes());
+        assert!(matches!(
+            log.replay("s0", "a", 0).await,
+            Err(StoreError::Expired { .. })
+        ));
+        assert_eq!(log.replay("s5", "a", 0).await.unwrap().len(), 1);
     }
 }

@@ -29,6 +29,10 @@ pub struct StoreSection {
     pub bytes_per_stream: usize,
     pub streams_per_session: usize,
     pub stream_max_age_secs: u64,
+    /// Memory store: bytes kept per session, per client and in all.
+    pub bytes_per_session: usize,
+    pub bytes_per_client: usize,
+    pub bytes_total: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -52,6 +56,9 @@ impl Default for StoreSection {
             bytes_per_stream: r.max_bytes_per_stream,
             streams_per_session: r.max_streams_per_session,
             stream_max_age_secs: r.max_age.as_secs(),
+            bytes_per_session: r.max_bytes_per_session,
+            bytes_per_client: r.max_bytes_per_client,
+            bytes_total: r.max_bytes_total,
         }
     }
 }
@@ -61,6 +68,10 @@ impl StoreSection {
         positive(&[
             ("store.events_per_stream", self.events_per_stream as u64),
             ("store.streams_per_session", self.streams_per_session as u64),
+            ("store.bytes_per_stream", self.bytes_per_stream as u64),
+            ("store.bytes_per_session", self.bytes_per_session as u64),
+            ("store.bytes_per_client", self.bytes_per_client as u64),
+            ("store.bytes_total", self.bytes_total as u64),
         ])?;
         if self.backend != StoreBackend::Redis {
             return Ok(());
@@ -126,6 +137,9 @@ impl From<&StoreSection> for Retention {
             max_bytes_per_stream: s.bytes_per_stream,
             max_streams_per_session: s.streams_per_session,
             max_age: Duration::from_secs(s.stream_max_age_secs),
+            max_bytes_per_session: s.bytes_per_session,
+            max_bytes_per_client: s.bytes_per_client,
+            max_bytes_total: s.bytes_total,
         }
     }
 }
