@@ -12,6 +12,10 @@ pub struct Caller {
     /// A stable identity (issuer and subject). A session created by one
     /// principal serves only that principal.
     pub principal: Option<Arc<str>>,
+    /// Who the sessions and bytes this caller creates are counted against:
+    /// the principal, or the client's address without auth. Filled in for
+    /// `initialize` only.
+    pub client: Option<Arc<str>>,
     /// Tools this caller may see in `tools/list`; `None`: all of them.
     pub tools: Option<ToolFilter>,
 }

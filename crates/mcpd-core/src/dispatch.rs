@@ -39,6 +39,9 @@ pub struct McpServer {
     pub routes: std::collections::HashMap<String, Arc<dyn Forward>>,
     /// A pass-through server: every request goes to this upstream.
     pub forward_all: Option<Arc<dyn Forward>>,
+    /// Bytes queued on every SSE connection of this process
+    /// (`limits.buffer_bytes_total`).
+    pub buffers: Arc<mcpd_store::Budget>,
 }
 
 impl McpServer {
@@ -49,6 +52,7 @@ impl McpServer {
             audit_tool_calls: false,
             instructions: None,
             registry,
+            buffers: mcpd_store::Budget::new(limits.buffer_bytes_total),
             limits,
             routes: Default::default(),
             forward_all: None,

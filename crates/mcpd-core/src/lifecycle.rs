@@ -101,6 +101,13 @@ pub enum InitializeError {
     /// The session cap is reached.
     #[error("Too many sessions (limit {0}); retry later")]
     TooManySessions(usize),
+    /// The client holds as many sessions as one client may.
+    #[error(
+        "This client holds {0} sessions, the most one client may hold here \
+         (limits.max_sessions_per_client) and all of them in use; end one it \
+         no longer needs with DELETE, or retry later"
+    )]
+    TooManyForClient(usize),
     /// The session directory could not record the session.
     #[error("the session store is unavailable ({0}); retry shortly")]
     Store(StoreError),
@@ -167,12 +174,24 @@ impl Lifecycle {
     ) -> Result<(SessionHandle, Box<RawValue>), InitializeError> {
         let p: InitializeParams =
             parse_params_owned(params).map_err(InitializeError::InvalidParams)?;
+        check_sizes(&p).map_err(InitializeError::InvalidParams)?;
         if self.is_shutting_down() {
             return Err(InitializeError::ShuttingDown);
         }
         let limit = self.server.limits.max_sessions;
-        if self.sessions.len() >= limit {
+        if self.sessions.len() >= limit && !self.sessions.evict_unused(None).await {
             return Err(InitializeError::TooManySessions(limit));
+        }
+        let client: Arc<str> = caller
+            .client
+            .clone()
+            .or_else(|| caller.principal.clone())
+            .unwrap_or_else(|| Arc::from(""));
+        let per_client = self.server.limits.max_sessions_per_client;
+        if self.sessions.sessions_of(&client) >= per_client
+            && !self.sessions.evict_unused(Some(&client)).await
+        {
+            return Err(InitializeError::TooManyForClient(per_client));
         }
         let version = ProtocolVersion::negotiate(&p.protocol_version);
         let id: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
@@ -187,6 +206,7 @@ impl Lifecycle {
         };
         let mut record = SessionRecord::new(version, p.capabilities, p.client_info);
         record.owner = caller.principal.as_deref().map(str::to_owned);
+        record.client = Some(client.to_string());
         self.directory
             .put(&id, record.to_bytes())
             .await
@@ -253,6 +273,35 @@ impl Lifecycle {
         self.server.metrics.ready.set(i64::from(result.is_ok()));
         result
     }
+}
+
+/// The most a session keeps of what the client says about itself, in
+/// bytes of JSON: `clientInfo` and `capabilities`.
+pub const MAX_CLIENT_INFO_BYTES: usize = 4 * 1024;
+pub const MAX_CAPABILITIES_BYTES: usize = 16 * 1024;
+
+/// `initialize` params a session would keep (and store, and send to every
+/// replica that rebuilds it) must be of a sensible size.
+fn check_sizes(p: &InitializeParams) -> Result<(), ErrorObject> {
+    for (what, len, max) in [
+        (
+            "params.clientInfo",
+            serde_json::to_vec(&p.client_info).map_or(0, |v| v.len()),
+            MAX_CLIENT_INFO_BYTES,
+        ),
+        (
+            "params.capabilities",
+            serde_json::to_vec(&p.capabilities).map_or(0, |v| v.len()),
+            MAX_CAPABILITIES_BYTES,
+        ),
+    ] {
+        if len > max {
+            return Err(ErrorObject::invalid_params(format!(
+                "{what} is {len} bytes of JSON; this server keeps at most {max}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A result serialised once (serialising our own types cannot fail).

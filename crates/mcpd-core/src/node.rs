@@ -103,6 +103,9 @@ impl Node {
         if seen > m.mailbox_overloads.get() {
             m.mailbox_overloads.inc_by(seen - m.mailbox_overloads.get());
         }
+        m.stream_buffer_bytes.set(self.server.buffers.used() as i64);
+        m.event_log_bytes
+            .set(self.log.bytes_kept().unwrap_or(0) as i64);
         let failures = self.log.failures();
         if failures > m.redis_errors.get() {
             m.redis_errors.inc_by(failures - m.redis_errors.get());

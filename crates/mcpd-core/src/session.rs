@@ -58,6 +58,9 @@ pub enum SessionError {
 pub struct SessionInit {
     pub id: Arc<str>,
     pub record: SessionRecord,
+    /// What the session's connections are charged against (its own
+    /// budget, its client's, the process's).
+    pub budgets: mcpd_store::Budgets,
 }
 
 struct InFlight {
@@ -157,6 +160,8 @@ impl SessionActor {
             replica: Arc::from(env.cluster.replica()),
             shared: env.cluster.shared(),
             buffer: env.server.limits.stream_buffer,
+            buffer_bytes: env.server.limits.stream_buffer_bytes,
+            budgets: init.budgets,
             retry_ms: env.server.limits.sse_retry_ms,
             metrics: env.server.metrics.clone(),
         });

@@ -7,18 +7,19 @@ mod handle;
 mod inbox;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use actix::prelude::*;
 use dashmap::DashMap;
-use mcpd_store::StoreError;
+use mcpd_store::{Budget, Budgets, StoreError};
 
 use crate::feed::{Audience, Changed};
 use crate::registry::Change;
 use crate::session::{
     ReleaseForShutdown, SessionActor, SessionEnv, SessionInit, SessionRecord, Slots,
 };
+use handle::ClientSlot;
 pub use handle::SessionHandle;
 
 pub struct SessionTable {
@@ -30,6 +31,8 @@ pub struct SessionTable {
     /// Messages refused by full session mailboxes (counted by the handles,
     /// which carry no metrics; folded into the metrics at scrape time).
     overloads: Arc<AtomicU64>,
+    /// The clients holding sessions here, by key (see `Caller::client`).
+    clients: DashMap<Arc<str>, Arc<ClientSlot>, foldhash::fast::RandomState>,
 }
 
 impl SessionTable {
@@ -38,6 +41,7 @@ impl SessionTable {
             env,
             sessions: DashMap::with_hasher(Default::default()),
             overloads: Arc::default(),
+            clients: DashMap::with_hasher(Default::default()),
         })
     }
 
@@ -62,16 +66,93 @@ impl SessionTable {
         record: SessionRecord,
     ) -> SessionHandle {
         let (version, owner) = (record.version, record.owner.as_deref().map(Arc::from));
+        let client = self.join(record.client.as_deref().unwrap_or(""));
+        self.env.log.assign(&id, &client.key);
+        let limits = &self.env.server.limits;
         let init = SessionInit {
             id: id.clone(),
             record,
+            budgets: Budgets::new([
+                Budget::new(limits.buffer_bytes_per_session),
+                client.buffers.clone(),
+                self.env.server.buffers.clone(),
+            ]),
         };
         let addr = SessionActor::new(init, self.env.clone(), self.clone()).start();
-        let handle = SessionHandle::new(id.clone(), version, owner, addr, self.overloads.clone());
+        let handle = SessionHandle::new(
+            id.clone(),
+            version,
+            owner,
+            addr,
+            self.overloads.clone(),
+            client,
+        );
         self.sessions.insert(id, handle.clone());
         self.env.stats.session_opened();
         self.env.server.metrics.sessions_active.inc();
         handle
+    }
+
+    /// One more session of the client `key`.
+    fn join(&self, key: &str) -> Arc<ClientSlot> {
+        let limit = self.env.server.limits.buffer_bytes_per_client;
+        let slot = self.clients.entry(Arc::from(key)).or_insert_with(|| {
+            Arc::new(ClientSlot {
+                key: Arc::from(key),
+                sessions: AtomicUsize::new(0),
+                buffers: Budget::new(limit),
+            })
+        });
+        slot.sessions.fetch_add(1, Ordering::Relaxed);
+        slot.clone()
+    }
+
+    /// Takes a session out of the table; its client is forgotten with its
+    /// last session.
+    fn forget(&self, id: &str) -> Option<SessionHandle> {
+        let (_, h) = self.sessions.remove(id)?;
+        let slot = &h.usage().client;
+        self.clients.remove_if(&slot.key, |_, c| {
+            c.sessions.fetch_sub(1, Ordering::Relaxed) == 1
+        });
+        Some(h)
+    }
+
+    /// Sessions the client `key` holds here.
+    pub fn sessions_of(&self, key: &str) -> usize {
+        self.clients
+            .get(key)
+            .map_or(0, |c| c.sessions.load(Ordering::Relaxed))
+    }
+
+    /// Makes room at a session cap: ends the oldest session never used
+    /// after its `initialize` (of the client `key`, or of anyone). False
+    /// when there is none.
+    pub async fn evict_unused(self: &Arc<Self>, key: Option<&str>) -> bool {
+        let victim = self
+            .sessions
+            .iter()
+            .filter(|e| {
+                let u = e.value().usage();
+                !u.used.load(Ordering::Relaxed) && key.is_none_or(|k| *u.client.key == *k)
+            })
+            .min_by_key(|e| e.value().usage().created)
+            .map(|e| e.key().clone());
+        let Some(id) = victim else {
+            return false;
+        };
+        tracing::info!(
+            session = %id,
+            "session never used after initialize ended to make room for a new one"
+        );
+        self.env.server.metrics.sessions_evicted.inc();
+        if self.terminate(&id).await.is_err() {
+            // The store is away: the record expires by its TTL, the actor goes now.
+            if let Some(h) = self.forget(&id) {
+                h.terminate();
+            }
+        }
+        true
     }
 
     /// The session held by this process, if any.
@@ -132,7 +213,7 @@ impl SessionTable {
         let holders = self.env.cluster.holders(id).await;
         self.env.directory.remove(id).await?;
         self.env.server.metrics.sessions_deleted.inc();
-        if let Some((_, h)) = self.sessions.remove(id) {
+        if let Some(h) = self.forget(id) {
             h.terminate();
         }
         self.env.log.remove_session(id).await;
@@ -172,7 +253,7 @@ impl Slots for SessionTable {
     /// An idle session that expired is forgotten here; a shared directory
     /// forgets it by its own TTL (another replica may still be using it).
     fn stopped(&self, id: &Arc<str>, expired: bool) {
-        self.sessions.remove(id);
+        self.forget(id);
         for f in self.env.server.forwards() {
             f.session_ended(id);
         }
@@ -192,7 +273,7 @@ impl Slots for SessionTable {
     }
 
     fn drop_local(&self, id: &str) {
-        if let Some((_, h)) = self.sessions.remove(id) {
+        if let Some(h) = self.forget(id) {
             h.terminate();
         }
     }

@@ -189,11 +189,18 @@ impl Stateless {
     /// receiver cancels the request. Call inside an actix arbiter.
     pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
         let limits = &self.server.limits;
-        let (tx, rx) = crate::stream::channel(limits.stream_buffer);
+        let (tx, rx) = crate::stream::bounded(
+            limits.stream_buffer,
+            limits.stream_buffer_bytes,
+            mcpd_store::Budgets::new([self.server.buffers.clone()]),
+        );
         let method = req.kind;
         let id = req.id.clone();
         let binding = binding(&req, &caller);
-        let answers = match self.collect_answers(req.params.as_ref(), &binding) {
+        let answers = match req
+            .check_lengths()
+            .and_then(|()| self.collect_answers(req.params.as_ref(), &binding))
+        {
             Ok(a) => a,
             Err(e) => {
                 let _ = tx.try_send(StreamItem::Json {
@@ -332,7 +339,11 @@ impl Stateless {
     /// `subscriptions/listen`: a stream of the changes the client asked for.
     pub fn listen(self: &Arc<Self>, req: Request) -> StreamReceiver {
         let limits = &self.server.limits;
-        let (tx, rx) = crate::stream::channel(limits.stream_buffer);
+        let (tx, rx) = crate::stream::bounded(
+            limits.stream_buffer,
+            limits.stream_buffer_bytes,
+            mcpd_store::Budgets::new([self.server.buffers.clone()]),
+        );
         let filter = ListenFilter::from_params(req.params.as_ref());
         ListenActor::new(req.id, filter, tx, self.feed.clone()).start();
         rx

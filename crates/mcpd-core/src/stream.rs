@@ -8,6 +8,7 @@ use std::task::{Context as TaskContext, Poll, Waker};
 
 use bytes::Bytes;
 use mcpd_protocol::ErrorCode;
+use mcpd_store::Budgets;
 
 /// One item of a response stream. The transport writes the first item to
 /// decide between a JSON body and an SSE stream; the stream ends when the
@@ -38,11 +39,27 @@ pub enum StreamItem {
 /// GET stream costs a hundred bytes here instead of about 2.8 KiB (see
 /// docs/performance.md). Senders never wait: a full queue is refused and
 /// the session disconnects that slow client (it can resume from the log).
+/// This one bounds messages only; see [`bounded`] for bytes.
 pub fn channel(capacity: usize) -> (StreamSender, StreamReceiver) {
+    bounded(capacity, usize::MAX, Budgets::default())
+}
+
+/// A queue bounded in messages and in bytes: its own `max_bytes`, and
+/// `budgets` shared with other queues (a session's, a client's, the
+/// process's). One item is always accepted into an empty queue, whatever
+/// its size, so every message can be delivered to a client that reads.
+pub fn bounded(
+    capacity: usize,
+    max_bytes: usize,
+    budgets: Budgets,
+) -> (StreamSender, StreamReceiver) {
     let shared = Arc::new(Shared {
         capacity: capacity.max(1),
+        max_bytes,
+        budgets,
         inner: Mutex::new(Inner {
             queue: VecDeque::new(),
+            bytes: 0,
             waker: None,
             waiting_senders: Vec::new(),
             senders: 1,
@@ -52,19 +69,41 @@ pub fn channel(capacity: usize) -> (StreamSender, StreamReceiver) {
     (StreamSender(shared.clone()), StreamReceiver(shared))
 }
 
+/// Bytes an item holds while queued.
+fn size(item: &StreamItem) -> usize {
+    match item {
+        StreamItem::Json { data, .. } => data.len(),
+        StreamItem::Event { id, data, .. } => id.len() + data.len(),
+        StreamItem::Retry(_) => 0,
+    }
+}
+
 struct Shared {
     capacity: usize,
+    max_bytes: usize,
+    budgets: Budgets,
     inner: Mutex<Inner>,
 }
 
 struct Inner {
     queue: VecDeque<StreamItem>,
+    /// Bytes of the queued items.
+    bytes: usize,
     /// The receiver, waiting for an item.
     waker: Option<Waker>,
     /// Senders waiting for room or for the receiver to go.
     waiting_senders: Vec<Waker>,
     senders: usize,
     receiver: bool,
+}
+
+impl Inner {
+    /// The receiver waits: wake `cx` on the next item or the last sender's end.
+    fn wait(&mut self, cx: &TaskContext<'_>) {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            self.waker = Some(cx.waker().clone());
+        }
+    }
 }
 
 impl Shared {
@@ -97,12 +136,34 @@ impl StreamSender {
             if inner.queue.len() >= self.0.capacity {
                 return Err(TrySendError::Full(item));
             }
+            let n = size(&item);
+            if inner.queue.is_empty() {
+                self.0.budgets.take(n);
+            } else if inner.bytes + n > self.0.max_bytes || !self.0.budgets.try_take(n) {
+                return Err(TrySendError::Full(item));
+            }
+            inner.bytes += n;
             inner.queue.push_back(item);
             inner.waker.take()
         };
         if let Some(w) = waker {
             w.wake();
         }
+        Ok(())
+    }
+
+    /// Queues an item whatever the bounds say (a replay of events the log
+    /// holds anyway, each of which must reach the client); refused only
+    /// when the receiver is gone.
+    pub fn push_replay(&self, item: StreamItem) -> Result<(), TrySendError> {
+        let mut inner = self.0.lock();
+        if !inner.receiver {
+            return Err(TrySendError::Closed(item));
+        }
+        let n = size(&item);
+        self.0.budgets.take(n);
+        inner.bytes += n;
+        inner.queue.push_back(item);
         Ok(())
     }
 
@@ -201,6 +262,9 @@ impl StreamReceiver {
     pub fn poll_recv(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<StreamItem>> {
         let mut inner = self.0.lock();
         if let Some(item) = inner.queue.pop_front() {
+            let n = size(&item);
+            inner.bytes -= n;
+            self.0.budgets.give(n);
             if inner.queue.is_empty() && inner.queue.capacity() > 4 {
                 inner.queue = VecDeque::new(); // an idle stream keeps no buffer
             }
@@ -212,13 +276,20 @@ impl StreamReceiver {
         if inner.senders == 0 {
             return Poll::Ready(None);
         }
-        if !inner
-            .waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            inner.waker = Some(cx.waker().clone());
+        inner.wait(cx);
+        Poll::Pending
+    }
+}
+
+impl StreamReceiver {
+    /// Ready once every sender is gone (the stream ended, or the session
+    /// cut a client that fell behind), whatever is still queued.
+    pub fn poll_senders_gone(&mut self, cx: &mut TaskContext<'_>) -> Poll<()> {
+        let mut inner = self.0.lock();
+        if inner.senders == 0 {
+            return Poll::Ready(());
         }
+        inner.wait(cx);
         Poll::Pending
     }
 }
@@ -228,6 +299,7 @@ impl Drop for StreamReceiver {
         let (queue, waiting) = {
             let mut inner = self.0.lock();
             inner.receiver = false;
+            self.0.budgets.give(std::mem::take(&mut inner.bytes));
             (
                 std::mem::take(&mut inner.queue),
                 std::mem::take(&mut inner.waiting_senders),
@@ -362,5 +434,36 @@ mod tests {
         assert!(ids
             .iter()
             .all(|id| id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())));
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_in_bytes_and_gives_them_back() {
+        let session = mcpd_store::Budget::new(10);
+        let (tx, mut rx) = bounded(100, 6, Budgets::new([session.clone()]));
+        let json = |n: usize| StreamItem::Json {
+            data: Bytes::from(vec![b'x'; n]),
+            error: None,
+        };
+        assert_eq!(tx.try_send(json(20)), Ok(()), "one item always passes");
+        assert_eq!(tx.try_send(json(1)), Err(TrySendError::Full(json(1))));
+        assert_eq!(session.used(), 20);
+        assert_eq!(rx.recv().await, Some(json(20)));
+        assert_eq!(session.used(), 0);
+        assert_eq!(tx.try_send(json(3)), Ok(()));
+        assert_eq!(tx.try_send(json(3)), Ok(()));
+        assert_eq!(
+            tx.try_send(json(1)),
+            Err(TrySendError::Full(json(1))),
+            "own 6 bytes"
+        );
+        let (tx2, _rx2) = bounded(100, 100, Budgets::new([session.clone()]));
+        assert_eq!(tx2.try_send(json(3)), Ok(()), "first item of its own queue");
+        assert_eq!(
+            tx2.try_send(json(2)),
+            Err(TrySendError::Full(json(2))),
+            "the session's 10"
+        );
+        drop(rx);
+        assert_eq!(session.used(), 3, "a dropped receiver gives its bytes back");
     }
 }

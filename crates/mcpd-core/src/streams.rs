@@ -37,12 +37,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use foldhash::{HashMap, HashMapExt};
 use mcpd_protocol::{ProtocolVersion, RequestId};
-use mcpd_store::StoredEvent;
+use mcpd_store::{Budgets, StoredEvent};
 use mcpd_telemetry::Metrics;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::stream::{channel, new_stream_id, StreamReceiver, StreamSender, GET_STREAM};
+use crate::stream::{bounded, new_stream_id, StreamReceiver, StreamSender, GET_STREAM};
 pub use resume::ResumeError;
 pub(crate) use state::Stream;
 use state::{json_array, to_bytes, Delivery, Kind, OpenMeta, PendingReply};
@@ -76,6 +76,11 @@ pub struct StreamsConfig {
     pub shared: bool,
     /// Messages buffered per connection before a slow client is cut off.
     pub buffer: usize,
+    /// Bytes buffered per connection before a slow client is cut off.
+    pub buffer_bytes: usize,
+    /// Byte budgets every connection of the session shares (the session's,
+    /// its client's, the process's).
+    pub budgets: Budgets,
     /// The `retry` hint (ms) of priming events and released connections.
     pub retry_ms: u64,
     pub metrics: Arc<Metrics>,
@@ -129,12 +134,16 @@ pub enum Purpose {
 pub struct Batch(Vec<Out>);
 
 impl Batch {
-    /// The `(stream, data)` pairs to append, in order.
+    /// The `(stream, data)` pairs to append, in order. A connection
+    /// stream's events are not among them: that stream cannot be resumed,
+    /// so nothing is kept for it.
     pub fn entries(&self) -> Vec<(String, Bytes)> {
         self.0
             .iter()
             .filter_map(|o| match o {
-                Out::Event { stream, data, .. } | Out::Meta { stream, data } => {
+                Out::Event { stream, data, .. } | Out::Meta { stream, data }
+                    if !is_connection(stream) =>
+                {
                     Some((stream.to_string(), data.clone()))
                 }
                 _ => None,
@@ -192,7 +201,11 @@ impl Streams {
     }
 
     fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
-        channel(self.cfg.buffer + extra)
+        bounded(
+            self.cfg.buffer + extra,
+            self.cfg.buffer_bytes,
+            self.cfg.budgets.clone(),
+        )
     }
 
     /// What the actor must do next (reads, wake-ups), in order.
@@ -339,7 +352,11 @@ impl Streams {
         let Delivery::Json { .. } = st.delivery else {
             return true;
         };
-        let (tx, rx) = channel(self.cfg.buffer);
+        let (tx, rx) = bounded(
+            self.cfg.buffer,
+            self.cfg.buffer_bytes,
+            self.cfg.budgets.clone(),
+        );
         let Delivery::Json { reply, held } =
             std::mem::replace(&mut st.delivery, Delivery::Direct { writer: Some(tx) })
         else {
@@ -491,6 +508,10 @@ impl Streams {
             .get(stream)
             .is_some_and(|st| st.foreign().is_some())
     }
+}
+
+fn is_connection(stream: &str) -> bool {
+    stream == CONNECTION_STREAM
 }
 
 /// The replica a stream's bookkeeping record names as its server.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
+use mcpd_core::lifecycle::InitializeError;
 use mcpd_core::{ResumeError, SessionError};
 use mcpd_protocol::jsonrpc::{error_response, ParseError};
 use mcpd_protocol::{ErrorCode, ErrorObject, RequestId};
@@ -51,6 +52,12 @@ pub enum HttpError {
         retry_after: Duration,
         what: &'static str,
     },
+    /// A per-client cap: 429 with `Retry-After`.
+    #[error("Too Many Requests: {message}")]
+    ClientCap {
+        retry_after: Duration,
+        message: String,
+    },
     /// A JSON-RPC error with its own status, echoing the request id.
     #[error("{error}")]
     Rpc {
@@ -69,7 +76,8 @@ impl HttpError {
             Self::Session(SessionError::Gone) => ErrorCode::SESSION_NOT_FOUND,
             Self::Session(SessionError::Overloaded)
             | Self::Unavailable(_)
-            | Self::TooManyRequests { .. } => ErrorCode::OVERLOADED,
+            | Self::TooManyRequests { .. }
+            | Self::ClientCap { .. } => ErrorCode::OVERLOADED,
             _ => ErrorCode::SERVER_ERROR,
         }
     }
@@ -79,7 +87,7 @@ impl ResponseError for HttpError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::Rpc { status, .. } | Self::Unauthorized { status, .. } => *status,
-            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::TooManyRequests { .. } | Self::ClientCap { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -109,7 +117,7 @@ impl ResponseError for HttpError {
             Self::Unauthorized { challenge, .. } => {
                 res.insert_header((header::WWW_AUTHENTICATE, challenge.as_str()));
             }
-            Self::TooManyRequests { retry_after, .. } => {
+            Self::TooManyRequests { retry_after, .. } | Self::ClientCap { retry_after, .. } => {
                 res.insert_header((
                     header::RETRY_AFTER,
                     retry_after_secs(*retry_after).to_string(),
@@ -124,6 +132,29 @@ impl ResponseError for HttpError {
         res.json(body)
     }
 }
+
+impl HttpError {
+    /// How a refused `initialize` is answered over HTTP: a JSON-RPC error
+    /// for bad params, 429 at the client's session cap, else 503.
+    pub fn from_initialize(e: InitializeError, id: &RequestId) -> Self {
+        match e {
+            InitializeError::InvalidParams(_) | InitializeError::Upstream(_) => Self::Rpc {
+                status: StatusCode::OK,
+                id: Some(id.clone()),
+                error: e.to_error(),
+            },
+            InitializeError::TooManyForClient(_) => Self::ClientCap {
+                retry_after: CLIENT_CAP_RETRY,
+                message: e.to_string(),
+            },
+            e => Self::Unavailable(e.to_string()),
+        }
+    }
+}
+
+/// How long a client at its session cap is asked to wait: its sessions
+/// are all in use, so a slot frees only when it ends one or one idles out.
+pub const CLIENT_CAP_RETRY: Duration = Duration::from_secs(60);
 
 /// Seconds for a `Retry-After` header (at least 1).
 pub fn retry_after_secs(d: Duration) -> u64 {

@@ -13,11 +13,15 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use dashmap::DashMap;
-use mcpd_core::lifecycle::{self, Admission, LifecycleError};
+use mcpd_core::lifecycle::{self, Admission, InitializeError, LifecycleError};
 use mcpd_core::{Node, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::ErrorObject;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
+
+/// Messages in hand between the session's connection stream and the
+/// client's SSE response.
+const HAND_OFF: usize = 4;
 
 use crate::error::HttpError;
 use crate::transport::{accepts, read_body};
@@ -31,6 +35,9 @@ pub struct LegacyConnections {
 
 struct Connection {
     tx: mpsc::Sender<Bytes>,
+    /// Ends the client's SSE response (the session's connection stream
+    /// ended, or the client fell behind).
+    ended: Arc<Notify>,
     session: Mutex<Option<SessionHandle>>,
     /// The principal that opened the connection (with auth on).
     principal: Option<Arc<str>>,
@@ -66,13 +73,17 @@ pub async fn connect(
         ));
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let (tx, rx) = mpsc::channel::<Bytes>(state.node.server.limits.stream_buffer.max(1));
+    // A hand-off only: what the session sends waits in its connection
+    // stream, bounded in messages and bytes (`limits.stream_buffer*`).
+    let (tx, rx) = mpsc::channel::<Bytes>(HAND_OFF);
+    let ended = Arc::new(Notify::new());
     let endpoint = format!("{}?sessionId={id}", state.config.legacy_messages_path);
     let _ = tx.try_send(Bytes::from(format!(
         "event: endpoint\ndata: {endpoint}\n\n"
     )));
     let conn = Arc::new(Connection {
         tx: tx.clone(),
+        ended: ended.clone(),
         session: Mutex::new(None),
         principal: access.caller.principal.clone(),
     });
@@ -97,6 +108,7 @@ pub async fn connect(
         rx,
         keep_alive,
         state.sse_opened(),
+        ended,
     ))
 }
 
@@ -176,7 +188,8 @@ pub async fn message(
                 unreachable!("admitted: the body is one initialize request")
             };
             state.security.admit_session(&access, state.metrics())?;
-            initialize(&state.node, &conn, r, &access.caller).await?;
+            let caller = state.security.session_caller(&access, &req);
+            initialize(&state.node, &conn, r, &caller).await?;
         }
         Admission::BeforeInitialize => {
             for pong in lifecycle::pongs(body.messages()) {
@@ -198,7 +211,7 @@ pub async fn message(
 }
 
 async fn initialize(
-    node: &Node,
+    node: &Arc<Node>,
     conn: &Connection,
     r: mcpd_protocol::jsonrpc::Request,
     caller: &mcpd_core::Caller,
@@ -206,11 +219,15 @@ async fn initialize(
     let answer = match node.lifecycle.initialize(r.params, caller).await {
         Ok((session, result)) => {
             let mut rx = session.open_connection().await?;
+            let (node, id) = (node.clone(), session.id().to_owned());
             *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
-            let tx = conn.tx.clone();
+            let (tx, ended) = (conn.tx.clone(), conn.ended.clone());
             let response = jsonrpc::result_bytes(&r.id, &result);
             let _ = tx.send(message_event(&response)).await;
-            // Everything the session sends from now on, in order.
+            // Everything the session sends from now on, in order. When its
+            // connection stream ends (the session is over, or cut this
+            // client off for falling behind: it cannot resume), the SSE
+            // response ends too, and with it the session.
             actix_web::rt::spawn(async move {
                 while let Some(item) = rx.recv().await {
                     let data = match item {
@@ -221,15 +238,22 @@ async fn initialize(
                         }
                         _ => continue,
                     };
-                    if tx.send(message_event(&data)).await.is_err() {
-                        return;
+                    tokio::select! {
+                        sent = tx.send(message_event(&data)) => if sent.is_err() { break },
+                        _ = std::future::poll_fn(|cx| rx.poll_senders_gone(cx)) => break,
                     }
                 }
+                // Ended here, not when the response is dropped: a client
+                // that stopped reading may keep its connection a while.
+                ended.notify_one();
+                let _ = node.sessions.terminate(&id).await;
             });
             return Ok(());
         }
-        Err(e) if e.is_unavailable() => return Err(HttpError::Unavailable(e.to_string())),
-        Err(e) => jsonrpc::error_response(Some(&r.id), &e.to_error()),
+        Err(e @ (InitializeError::InvalidParams(_) | InitializeError::Upstream(_))) => {
+            jsonrpc::error_response(Some(&r.id), &e.to_error())
+        }
+        Err(e) => return Err(HttpError::from_initialize(e, &r.id)),
     };
     let _ = conn
         .tx

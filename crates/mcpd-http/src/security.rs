@@ -127,6 +127,7 @@ impl Security {
         }
         let caller = Caller {
             principal: principal.as_ref().map(|p| Arc::from(p.key())),
+            client: None,
             tools: match (&self.auth, &principal) {
                 (Some(auth), Some(p)) if auth.config().hide_unauthorized_tools => {
                     let (auth, p) = (auth.clone(), p.clone());
@@ -145,6 +146,18 @@ impl Security {
             caller,
             key,
         })
+    }
+
+    /// The caller of an `initialize`, with the client its session counts
+    /// against (the principal, else the client address).
+    pub fn session_caller(&self, access: &Access, req: &HttpRequest) -> Caller {
+        let mut caller = access.caller.clone();
+        caller.client = Some(match (&access.principal, access.key.is_empty()) {
+            (_, false) => Arc::from(access.key.as_str()),
+            (Some(p), true) => Arc::from(p.key()),
+            (None, true) => Arc::from(self.client_ip(req)),
+        });
+        caller
     }
 
     /// The session-creation rate limit (on `initialize`).

@@ -77,19 +77,23 @@ pub fn sse_response(
 }
 
 /// An SSE response over already-encoded events, with keep-alive comments.
+/// It ends when every sender is gone or when `ended` is notified.
 pub fn sse_bytes_response(
     rx: tokio::sync::mpsc::Receiver<Bytes>,
     keep_alive: Duration,
     open: GaugeGuard,
+    ended: std::sync::Arc<tokio::sync::Notify>,
 ) -> HttpResponse {
     let start = tokio::time::Instant::now() + keep_alive;
     let tick = tokio::time::interval_at(start, keep_alive);
     let body = futures_util::stream::unfold(
-        (rx, tick, open),
-        |(mut rx, mut tick, open)| async move {
+        (rx, tick, open, ended),
+        |(mut rx, mut tick, open, ended)| async move {
             tokio::select! {
-                item = rx.recv() => item.map(|b| (Ok::<_, actix_web::Error>(b), (rx, tick, open))),
-                _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, tick, open))),
+                biased;
+                _ = ended.notified() => None,
+                item = rx.recv() => item.map(|b| (Ok::<_, actix_web::Error>(b), (rx, tick, open, ended))),
+                _ = tick.tick() => Some((Ok(Bytes::from_static(b": keepalive\n\n")), (rx, tick, open, ended))),
             }
         },
     );

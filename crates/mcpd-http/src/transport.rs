@@ -238,7 +238,8 @@ pub async fn post(
     match lifecycle::admit(body.messages(), body.is_batch(), named) {
         Ok(Admission::Initialize) => {
             state.security.admit_session(&access, state.metrics())?;
-            return initialize(body, &state, &access.caller).await;
+            let caller = state.security.session_caller(&access, &req);
+            return initialize(body, &state, &caller).await;
         }
         Err(e @ LifecycleError::AlreadyInitialized) => {
             // A known session is already initialised; an unknown one is gone.
@@ -324,8 +325,7 @@ async fn initialize(
                 HeaderValue::from_static("application/json"),
             ))
             .body(jsonrpc::result_bytes(&r.id, &result))),
-        Err(e) if e.is_unavailable() => Err(HttpError::Unavailable(e.to_string())),
-        Err(e) => Ok(HttpResponse::Ok().json(jsonrpc::error_response(Some(&r.id), &e.to_error()))),
+        Err(e) => Err(HttpError::from_initialize(e, &r.id)),
     }
 }
 

@@ -91,6 +91,35 @@ impl Request {
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
     }
 
+    /// Refuses values the client chose longer than the server keeps:
+    /// a string id or `progressToken` over [`MAX_ID_BYTES`] (both are
+    /// repeated in every message about the request) and a tool, prompt or
+    /// resource name over [`MAX_NAME_BYTES`].
+    pub fn check_lengths(&self) -> Result<(), ErrorObject> {
+        let too_long = |what: &str, len: usize, max: usize| {
+            Err(ErrorObject::invalid_params(format!(
+                "{what} is {len} bytes long; this server accepts at most {max}"
+            )))
+        };
+        if let RequestId::Str(s) = &self.id {
+            if s.len() > MAX_ID_BYTES {
+                return too_long("The request id", s.len(), MAX_ID_BYTES);
+            }
+        }
+        if let Some(Value::String(t)) = self.meta().and_then(|m| m.get("progressToken")) {
+            if t.len() > MAX_ID_BYTES {
+                return too_long("params._meta.progressToken", t.len(), MAX_ID_BYTES);
+            }
+        }
+        if let (Some(t), Some(info)) = (self.target(), self.kind.map(|k| k.info())) {
+            if t.len() > MAX_NAME_BYTES {
+                let key = info.target.unwrap_or("name");
+                return too_long(&format!("params.{key}"), t.len(), MAX_NAME_BYTES);
+            }
+        }
+        Ok(())
+    }
+
     /// The value of the param the method table names as this method's
     /// routing target (`name` of `tools/call`, `uri` of `resources/read`;
     /// what 2026-07-28's `Mcp-Name` header mirrors), when it is a string.
@@ -99,6 +128,12 @@ impl Request {
         self.params.as_ref()?.get(key)?.as_str()
     }
 }
+
+/// The longest string request id or progress token accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// The longest tool or prompt name, or resource URI, accepted, in bytes.
+pub const MAX_NAME_BYTES: usize = 2048;
 
 /// A notification: no id, never answered.
 #[derive(Debug, Clone, PartialEq)]

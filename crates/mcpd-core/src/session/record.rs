@@ -19,6 +19,8 @@ pub struct SessionRecord {
     /// The principal that created the session (when auth is on); only it
     /// may use the session.
     pub owner: Option<String>,
+    /// The client the session counts against (see [`crate::Caller::client`]).
+    pub client: Option<String>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -32,6 +34,8 @@ struct RecordWire {
     subs: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     own: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cl: Option<String>,
 }
 
 impl SessionRecord {
@@ -47,6 +51,7 @@ impl SessionRecord {
             log_level: None,
             subscriptions: BTreeSet::new(),
             owner: None,
+            client: None,
         }
     }
 
@@ -58,6 +63,7 @@ impl SessionRecord {
             level: self.log_level,
             subs: self.subscriptions.clone(),
             own: self.owner.clone(),
+            cl: self.client.clone(),
         };
         bytes::Bytes::from(serde_json::to_vec(&wire).unwrap_or_default())
     }
@@ -71,6 +77,7 @@ impl SessionRecord {
             log_level: w.level,
             subscriptions: w.subs,
             owner: w.own,
+            client: w.cl,
         })
     }
 }

@@ -70,6 +70,9 @@ impl SessionActor {
     fn first_look(&mut self, r: &Request, stream: &Arc<str>) -> FirstLook {
         let params = r.params.as_ref();
         let answer = |outcome| FirstLook::Answer(outcome);
+        if let Err(e) = r.check_lengths() {
+            return answer(Err(e));
+        }
         match r.kind.map(|m| (m, m.info().handler)) {
             Some((_, By::Lifecycle)) => answer(Err(LifecycleError::AlreadyInitialized.to_error())),
             Some((Method::Ping, _)) => answer(Ok(empty())),

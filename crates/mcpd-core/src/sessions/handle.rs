@@ -1,8 +1,9 @@
 //! A cloneable reference to one session: how the transport (and the
 //! table) reach a session actor, through one bounded mailbox.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc::Message;
@@ -31,6 +32,23 @@ pub struct SessionHandle {
     addr: Arc<Addr<SessionActor>>,
     /// The table's count of messages refused by full mailboxes.
     overloads: Arc<AtomicU64>,
+    usage: Arc<Usage>,
+}
+
+/// What one client holds on this replica: its sessions and the bytes
+/// queued on their connections.
+pub(crate) struct ClientSlot {
+    pub key: Arc<str>,
+    pub sessions: AtomicUsize,
+    pub buffers: Arc<mcpd_store::Budget>,
+}
+
+/// Whose a session is and whether it was ever used: at a session cap, the
+/// oldest session never used after `initialize` makes room.
+pub(crate) struct Usage {
+    pub client: Arc<ClientSlot>,
+    pub created: Instant,
+    pub used: AtomicBool,
 }
 
 impl SessionHandle {
@@ -40,6 +58,7 @@ impl SessionHandle {
         owner: Option<Arc<str>>,
         addr: Addr<SessionActor>,
         overloads: Arc<AtomicU64>,
+        client: Arc<ClientSlot>,
     ) -> Self {
         Self {
             id,
@@ -47,6 +66,22 @@ impl SessionHandle {
             owner,
             addr: Arc::new(addr),
             overloads,
+            usage: Arc::new(Usage {
+                client,
+                created: Instant::now(),
+                used: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub(crate) fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// The client sent the session something after `initialize`.
+    fn mark_used(&self) {
+        if !self.usage.used.load(Ordering::Relaxed) {
+            self.usage.used.store(true, Ordering::Relaxed);
         }
     }
 
@@ -72,6 +107,7 @@ impl SessionHandle {
         batch: bool,
         caller: Caller,
     ) -> Result<PostReply, SessionError> {
+        self.mark_used();
         let (reply, rx) = oneshot::channel();
         self.addr
             .try_send(Post {
@@ -93,6 +129,9 @@ impl SessionHandle {
         messages: Vec<Message>,
         caller: Caller,
     ) -> Result<(), SessionError> {
+        if messages.iter().any(|m| matches!(m, Message::Request(_))) {
+            self.mark_used();
+        }
         let (reply, rx) = oneshot::channel();
         self.addr
             .try_send(Post {
@@ -122,6 +161,7 @@ impl SessionHandle {
         &self,
         last_event_id: Option<String>,
     ) -> Result<StreamReceiver, SessionError> {
+        self.mark_used();
         let (reply, rx) = oneshot::channel();
         self.addr
             .try_send(OpenStream {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use mcpd_store::{StoreError, StoredEvent};
 
 use super::state::{lost, response_id, Delivery, Foreign, OpenMeta, Stream};
-use super::{Batch, Effect, Out, Purpose, Streams, StreamsConfig};
+use super::{is_connection, Batch, Effect, Out, Purpose, Streams, StreamsConfig};
 use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
 
 // === impl Streams ===
@@ -29,10 +29,13 @@ impl Streams {
                     if !grown.contains(&stream) {
                         grown.push(stream.clone());
                     }
-                    let id = seqs
-                        .next()
-                        .map(|seq| event_id(&stream, seq))
-                        .unwrap_or_default();
+                    let id = match is_connection(&stream) {
+                        true => String::new(), // not logged: no id to resume from
+                        false => seqs
+                            .next()
+                            .map(|seq| event_id(&stream, seq))
+                            .unwrap_or_default(),
+                    };
                     let Some(st) = self.map.get_mut(&stream) else {
                         continue;
                     };
@@ -45,7 +48,9 @@ impl Streams {
                     if !grown.contains(&stream) {
                         grown.push(stream.clone());
                     }
-                    seqs.next();
+                    if !is_connection(&stream) {
+                        seqs.next();
+                    }
                 }
                 Out::Release { stream } => {
                     if let Some(w) = self.map.get_mut(&stream).and_then(Stream::take_writer) {
@@ -187,6 +192,13 @@ fn write(cfg: &StreamsConfig, stream: &str, writer: &mut Option<StreamSender>, i
     let Some(w) = writer else { return };
     match w.try_send(item) {
         Ok(()) => cfg.metrics.sse_events.inc(),
+        Err(crate::stream::TrySendError::Full(_)) if is_connection(stream) => {
+            tracing::warn!(
+                session = %cfg.session,
+                "slow client: disconnected; its connection cannot be resumed, so its session ends"
+            );
+            *writer = None;
+        }
         Err(crate::stream::TrySendError::Full(_)) => {
             tracing::warn!(
                 session = %cfg.session,

@@ -19,7 +19,7 @@ pub enum ResumeError {
     Malformed(String),
     #[error("Last-Event-ID {0:?} names no stream of this session (it ended or was dropped by retention); open a new GET stream without Last-Event-ID")]
     Unknown(String),
-    #[error("Last-Event-ID {0:?} is too old: later events were dropped by retention, so resuming would lose messages; open a new GET stream without Last-Event-ID")]
+    #[error("Last-Event-ID {0:?} is too old: later events were dropped by retention or by the event log's byte bounds (store.bytes_*), so resuming would lose messages; open a new GET stream without Last-Event-ID")]
     Expired(String),
     #[error("the event log is unavailable: {0}")]
     Unavailable(String),
@@ -99,7 +99,7 @@ impl Streams {
             }
             if e.seq > seq && !e.data.is_empty() {
                 self.cfg.metrics.sse_replayed_events.inc();
-                let _ = tx.try_send(StreamItem::Event {
+                let _ = tx.push_replay(StreamItem::Event {
                     id: event_id(&stream, e.seq),
                     data: e.data,
                     retry_ms: None,

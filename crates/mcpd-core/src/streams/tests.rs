@@ -26,6 +26,8 @@ fn streams(version: ProtocolVersion, shared: bool) -> Streams {
         replica: Arc::from(ME),
         shared,
         buffer: 4,
+        buffer_bytes: usize::MAX,
+        budgets: Default::default(),
         retry_ms: 1000,
         metrics: Arc::new(Metrics::new()),
     })

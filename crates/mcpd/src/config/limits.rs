@@ -11,11 +11,16 @@ use super::{positive, ConfigError};
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsSection {
     pub max_sessions: usize,
+    pub max_sessions_per_client: usize,
     pub max_in_flight_per_session: usize,
     pub request_timeout_secs: u64,
     pub client_request_timeout_secs: u64,
     pub session_idle_timeout_secs: u64,
     pub stream_buffer: usize,
+    pub stream_buffer_bytes: usize,
+    pub buffer_bytes_per_session: usize,
+    pub buffer_bytes_per_client: usize,
+    pub buffer_bytes_total: usize,
     pub sse_retry_ms: u64,
     pub session_mailbox: usize,
     pub max_subscriptions_per_session: usize,
@@ -27,6 +32,11 @@ impl Default for LimitsSection {
         let l = Limits::default();
         Self {
             max_sessions: l.max_sessions,
+            max_sessions_per_client: l.max_sessions_per_client,
+            stream_buffer_bytes: l.stream_buffer_bytes,
+            buffer_bytes_per_session: l.buffer_bytes_per_session,
+            buffer_bytes_per_client: l.buffer_bytes_per_client,
+            buffer_bytes_total: l.buffer_bytes_total,
             max_in_flight_per_session: l.max_in_flight_per_session,
             request_timeout_secs: l.request_timeout.as_secs(),
             client_request_timeout_secs: l.client_request_timeout.as_secs(),
@@ -44,6 +54,23 @@ impl LimitsSection {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         positive(&[
             ("limits.max_sessions", self.max_sessions as u64),
+            (
+                "limits.max_sessions_per_client",
+                self.max_sessions_per_client as u64,
+            ),
+            (
+                "limits.stream_buffer_bytes",
+                self.stream_buffer_bytes as u64,
+            ),
+            (
+                "limits.buffer_bytes_per_session",
+                self.buffer_bytes_per_session as u64,
+            ),
+            (
+                "limits.buffer_bytes_per_client",
+                self.buffer_bytes_per_client as u64,
+            ),
+            ("limits.buffer_bytes_total", self.buffer_bytes_total as u64),
             (
                 "limits.max_in_flight_per_session",
                 self.max_in_flight_per_session as u64,
@@ -72,6 +99,11 @@ impl From<&LimitsSection> for Limits {
     fn from(l: &LimitsSection) -> Self {
         Limits {
             max_sessions: l.max_sessions,
+            max_sessions_per_client: l.max_sessions_per_client,
+            stream_buffer_bytes: l.stream_buffer_bytes,
+            buffer_bytes_per_session: l.buffer_bytes_per_session,
+            buffer_bytes_per_client: l.buffer_bytes_per_client,
+            buffer_bytes_total: l.buffer_bytes_total,
             max_in_flight_per_session: l.max_in_flight_per_session,
             request_timeout: Duration::from_secs(l.request_timeout_secs),
             client_request_timeout: Duration::from_secs(l.client_request_timeout_secs),

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::{bad, ConfigError};
 
 /// Token buckets per principal (per client IP without auth); 0 = off.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+/// New sessions are limited by default (one client must not take every
+/// session slot in a second); requests are not.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitSection {
     pub requests_per_second: f64,
@@ -18,6 +20,18 @@ pub struct RateLimitSection {
     /// Header with the client IP behind a proxy (first address), e.g.
     /// `X-Forwarded-For`; only trust it when the proxy sets it.
     pub client_ip_header: String,
+}
+
+impl Default for RateLimitSection {
+    fn default() -> Self {
+        Self {
+            requests_per_second: 0.0,
+            request_burst: 0.0,
+            sessions_per_minute: 1200.0,
+            session_burst: 200.0,
+            client_ip_header: String::new(),
+        }
+    }
 }
 
 impl RateLimitSection {
