@@ -10,7 +10,10 @@
 # /tmp/mcpd-peers), then runs, N times over (interleaved, so drift on a
 # shared machine hits every server alike), each server on a fresh process
 # pinned to core 0 and the load generator pinned to core 1:
-#   servers   mcpd (memory store, default configuration, MCPD_SERVER_WORKERS=1),
+#   servers   mcpd (memory store, default configuration, MCPD_SERVER_WORKERS=1;
+#             the load generator is one client address, so the per-client
+#             session limits are lifted: MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0,
+#             MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=10000),
 #             mcpd with the Redis store (redis-server on core 1, unix socket),
 #             rmcp, ts-sdk, actix-bare
 #   scenarios calls: echo, 32 sessions x 1 worker = 32 calls in flight (every server);
@@ -75,6 +78,8 @@ start() {
   local server=$1 name=${2:-$1} port
   local out=$WORK/$name.out err=$WORK/$name.err
   : >"$out"; : >"$err"   # truncated here, not in the child: no stale URL
+  # One load generator is one client: lift the per-client session limits.
+  export MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0 MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=10000
   case $server in
     mcpd) MCPD_SERVER_WORKERS=1 taskset -c 0 $MCPD --listen 127.0.0.1:0 >"$out" 2>"$err" & ;;
     mcpd-redis) MCPD_SERVER_WORKERS=1 taskset -c 0 $MCPD --listen 127.0.0.1:0 \

@@ -26,6 +26,7 @@ trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT
 
 run() {  # run SECONDS: prints "instructions memset_instructions calls"
   local secs=$1 out="$TMP/cg.$1"
+  MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0 MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=10000 \
   MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
     "$MCPD" --listen 127.0.0.1:0 --store memory >"$TMP/stdout.$secs" 2>"$TMP/stderr.$secs" &
   PID=$!

@@ -223,13 +223,18 @@ async fn delete_stops_in_flight_requests() {
     wait_sessions(&observer, 1).await;
 }
 
-/// `limits.max_sessions`: one more `initialize` → 503 with `Retry-After`;
-/// after a DELETE there is room again.
+/// `limits.max_sessions`: with every session in use, one more
+/// `initialize` → 503 with `Retry-After`; after a DELETE there is room
+/// again. (A session never used after `initialize` would make room: see
+/// `hostile_bounds`.)
 #[tokio::test]
 async fn session_cap_gives_503_with_retry_after() {
     let s = TestServer::start_configured(|c| c.limits.max_sessions = 2);
     let a = session(&s).await;
-    let _b = session(&s).await;
+    let b = session(&s).await;
+    for c in [&a, &b] {
+        assert_eq!(c.call("ping", json!({})).await, json!({}));
+    }
     let r = s.client().post(&init_body("2025-11-25")).await;
     assert_eq!(r.status, 503, "{r:?}");
     assert!(!header(&r, "retry-after").is_empty(), "{r:?}");

@@ -12,7 +12,7 @@ use crate::server::TestServer;
 use crate::*;
 
 /// Opens `GET /sse` and returns the stream and its message endpoint.
-async fn connect(s: &TestServer) -> (SseStream, String) {
+pub(crate) async fn connect(s: &TestServer) -> (SseStream, String) {
     let base = format!("http://{}", s.addr);
     let resp = reqwest::Client::new()
         .get(format!("{base}/sse"))

@@ -38,8 +38,12 @@
 //! - [`scaleout`]: three mcpd processes on one Redis behind a round-robin
 //!   proxy: every feature, the TypeScript SDK flows, cancellations and
 //!   answers crossing replicas, kill -9 mid-call, a rolling restart.
-//! - [`hostile`]: one hostile client against the byte and per-client
-//!   bounds (issue #23's findings).
+//! - [`hostile_bounds`]: findings 2–8 of #23 (bytes in the event log and
+//!   SSE buffers, value lengths, per-client session caps, the 2024-11-05
+//!   slow client) and one hostile client beside an ordinary one, its RSS
+//!   measured.
+//! - [`hostile`]: findings 1, 9 and 10 of #23 (subscribe floods, log
+//!   injection, unreadable headers) and its smaller items.
 //! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
 //!   described by its function, and served.
 //! - [`doctor`]: `mcpd doctor` against mcpd directly, behind a real nginx
@@ -55,6 +59,7 @@ mod fuzz;
 mod gateway;
 mod get_resume;
 mod hostile;
+mod hostile_bounds;
 mod https;
 mod lifecycle;
 mod lifecycle_rule;

@@ -45,15 +45,19 @@ fn assert_overloaded_503(r: &Reply) {
     assert_eq!(header(r, "retry-after"), "1", "{r:?}");
 }
 
-/// `limits.max_sessions`: a burst of `initialize` at the cap is refused
-/// (503 + `Retry-After`, -32005) while the sessions under it keep working,
-/// including a long call in flight; a freed slot is usable again.
+/// `limits.max_sessions`: with every session in use, a burst of
+/// `initialize` at the cap is refused (503 + `Retry-After`, -32005) while
+/// the sessions under it keep working, including a long call in flight; a
+/// freed slot is usable again.
 #[tokio::test]
 async fn sessions_over_the_cap_are_refused_while_others_are_served() {
     let s = TestServer::start_configured(|c| c.limits.max_sessions = 3);
     let a = session(&s).await;
     let b = session(&s).await;
-    let _c = session(&s).await;
+    let c = session(&s).await;
+    for c in [&b, &c] {
+        assert_eq!(c.call("ping", json!({})).await, json!({}));
+    }
     let mut long = long_call(&a, 100).await;
 
     let burst = (0..20).map(|_| {
