@@ -174,7 +174,20 @@ impl Lifecycle {
     ) -> Result<(SessionHandle, Box<RawValue>), InitializeError> {
         let p: InitializeParams =
             parse_params_owned(params).map_err(InitializeError::InvalidParams)?;
-        check_sizes(&p).map_err(InitializeError::InvalidParams)?;
+        let client: Arc<str> = caller
+            .client
+            .clone()
+            .or_else(|| caller.principal.clone())
+            .unwrap_or_else(|| Arc::from(""));
+        let version = ProtocolVersion::negotiate(&p.protocol_version);
+        let mut record = SessionRecord::new(version, p.capabilities, p.client_info);
+        record.owner = caller.principal.as_deref().map(str::to_owned);
+        record.client = Some(client.to_string());
+        let bytes = record.to_bytes();
+        if bytes.len() > MAX_CLIENT_INFO_BYTES {
+            // Only then can one of the client's own parts be over its limit.
+            check_sizes(&record).map_err(InitializeError::InvalidParams)?;
+        }
         if self.is_shutting_down() {
             return Err(InitializeError::ShuttingDown);
         }
@@ -182,18 +195,12 @@ impl Lifecycle {
         if self.sessions.len() >= limit && !self.sessions.evict_unused(None).await {
             return Err(InitializeError::TooManySessions(limit));
         }
-        let client: Arc<str> = caller
-            .client
-            .clone()
-            .or_else(|| caller.principal.clone())
-            .unwrap_or_else(|| Arc::from(""));
         let per_client = self.server.limits.max_sessions_per_client;
         if self.sessions.sessions_of(&client) >= per_client
             && !self.sessions.evict_unused(Some(&client)).await
         {
             return Err(InitializeError::TooManyForClient(per_client));
         }
-        let version = ProtocolVersion::negotiate(&p.protocol_version);
         let id: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
         // A pass-through server answers with its upstream's identity.
         let upstream = match &self.server.forward_all {
@@ -204,11 +211,8 @@ impl Lifecycle {
             ),
             None => None,
         };
-        let mut record = SessionRecord::new(version, p.capabilities, p.client_info);
-        record.owner = caller.principal.as_deref().map(str::to_owned);
-        record.client = Some(client.to_string());
         self.directory
-            .put(&id, record.to_bytes())
+            .put(&id, bytes)
             .await
             .map_err(InitializeError::Store)?;
         self.cluster
@@ -280,9 +284,10 @@ impl Lifecycle {
 pub const MAX_CLIENT_INFO_BYTES: usize = 4 * 1024;
 pub const MAX_CAPABILITIES_BYTES: usize = 16 * 1024;
 
-/// `initialize` params a session would keep (and store, and send to every
-/// replica that rebuilds it) must be of a sensible size.
-fn check_sizes(p: &InitializeParams) -> Result<(), ErrorObject> {
+/// What the client said of itself at `initialize`, which the session keeps
+/// (and stores, and sends to every replica that rebuilds it), must be of a
+/// sensible size.
+fn check_sizes(p: &SessionRecord) -> Result<(), ErrorObject> {
     for (what, len, max) in [
         (
             "params.clientInfo",
@@ -291,7 +296,7 @@ fn check_sizes(p: &InitializeParams) -> Result<(), ErrorObject> {
         ),
         (
             "params.capabilities",
-            serde_json::to_vec(&p.capabilities).map_or(0, |v| v.len()),
+            serde_json::to_vec(&p.client_capabilities).map_or(0, |v| v.len()),
             MAX_CAPABILITIES_BYTES,
         ),
     ] {

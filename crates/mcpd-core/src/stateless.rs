@@ -111,6 +111,8 @@ pub struct Stateless {
     feed: Arc<ChangeFeed>,
     keys: KeyRing,
     cache: CacheHints,
+    /// What every response stream is charged against (the process's bytes).
+    budgets: mcpd_store::Budgets,
 }
 
 impl Stateless {
@@ -122,6 +124,7 @@ impl Stateless {
         cache: CacheHints,
     ) -> Arc<Self> {
         Arc::new(Self {
+            budgets: mcpd_store::Budgets::new([server.buffers.clone()]),
             server,
             stats,
             feed,
@@ -184,16 +187,22 @@ impl Stateless {
             .unwrap_or(Value::Null)
     }
 
+    /// A response stream's queue, bounded as every session's is.
+    fn channel(&self) -> (StreamSender, StreamReceiver) {
+        let limits = &self.server.limits;
+        crate::stream::bounded(
+            limits.stream_buffer,
+            limits.stream_buffer_bytes,
+            self.budgets.clone(),
+        )
+    }
+
     /// Runs one request; its messages and outcome arrive on the returned
     /// stream (a JSON body unless something is emitted first). Dropping the
     /// receiver cancels the request. Call inside an actix arbiter.
     pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
         let limits = &self.server.limits;
-        let (tx, rx) = crate::stream::bounded(
-            limits.stream_buffer,
-            limits.stream_buffer_bytes,
-            mcpd_store::Budgets::new([self.server.buffers.clone()]),
-        );
+        let (tx, rx) = self.channel();
         let method = req.kind;
         let id = req.id.clone();
         let binding = binding(&req, &caller);
@@ -338,12 +347,7 @@ impl Stateless {
 
     /// `subscriptions/listen`: a stream of the changes the client asked for.
     pub fn listen(self: &Arc<Self>, req: Request) -> StreamReceiver {
-        let limits = &self.server.limits;
-        let (tx, rx) = crate::stream::bounded(
-            limits.stream_buffer,
-            limits.stream_buffer_bytes,
-            mcpd_store::Budgets::new([self.server.buffers.clone()]),
-        );
+        let (tx, rx) = self.channel();
         let filter = ListenFilter::from_params(req.params.as_ref());
         ListenActor::new(req.id, filter, tx, self.feed.clone()).start();
         rx

@@ -86,6 +86,13 @@ pub struct StreamsConfig {
     pub metrics: Arc<Metrics>,
 }
 
+impl StreamsConfig {
+    /// A connection's queue: `extra` messages beyond the usual buffer.
+    fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
+        bounded(self.buffer + extra, self.buffer_bytes, self.budgets.clone())
+    }
+}
+
 /// Something the session actor does for the streams, then reports back.
 #[derive(Debug)]
 pub enum Effect {
@@ -201,11 +208,7 @@ impl Streams {
     }
 
     fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
-        bounded(
-            self.cfg.buffer + extra,
-            self.cfg.buffer_bytes,
-            self.cfg.budgets.clone(),
-        )
+        self.cfg.channel(extra)
     }
 
     /// What the actor must do next (reads, wake-ups), in order.
@@ -352,11 +355,7 @@ impl Streams {
         let Delivery::Json { .. } = st.delivery else {
             return true;
         };
-        let (tx, rx) = bounded(
-            self.cfg.buffer,
-            self.cfg.buffer_bytes,
-            self.cfg.budgets.clone(),
-        );
+        let (tx, rx) = self.cfg.channel(0);
         let Delivery::Json { reply, held } =
             std::mem::replace(&mut st.delivery, Delivery::Direct { writer: Some(tx) })
         else {

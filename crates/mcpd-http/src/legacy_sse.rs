@@ -187,8 +187,9 @@ pub async fn message(
             let Message::Request(r) = body.into_messages().remove(0) else {
                 unreachable!("admitted: the body is one initialize request")
             };
-            state.security.admit_session(&access, state.metrics())?;
-            let caller = state.security.session_caller(&access, &req);
+            let caller = state
+                .security
+                .admit_session(&access, &req, state.metrics())?;
             initialize(&state.node, &conn, r, &caller).await?;
         }
         Admission::BeforeInitialize => {

@@ -48,8 +48,9 @@ impl std::fmt::Debug for Security {
 pub struct Access {
     pub principal: Option<Principal>,
     pub caller: Caller,
-    /// Rate-limit key: the principal, else the client IP.
-    key: String,
+    /// Request rate-limit key (the principal, else the client IP), built
+    /// only when a request limit is on.
+    key: Option<String>,
 }
 
 impl Security {
@@ -110,14 +111,14 @@ impl Security {
                 }
             }
         }
-        // The key is only built when a limiter will look it up.
-        let key = match &principal {
-            _ if self.requests.is_none() && self.sessions.is_none() => String::new(),
+        // The key is only built when a limiter will look it up: new
+        // sessions build theirs in `admit_session`.
+        let key = self.requests.as_ref().map(|_| match &principal {
             Some(p) => p.key(),
             None => self.client_ip(req),
-        };
-        if let Some(limiter) = &self.requests {
-            if let Err(wait) = limiter.check(&key) {
+        });
+        if let (Some(limiter), Some(key)) = (&self.requests, &key) {
+            if let Err(wait) = limiter.check(key) {
                 metrics.rate_limited.with_label_values(&["request"]).inc();
                 return Err(HttpError::TooManyRequests {
                     retry_after: wait,
@@ -148,22 +149,22 @@ impl Security {
         })
     }
 
-    /// The caller of an `initialize`, with the client its session counts
-    /// against (the principal, else the client address).
-    pub fn session_caller(&self, access: &Access, req: &HttpRequest) -> Caller {
-        let mut caller = access.caller.clone();
-        caller.client = Some(match (&access.principal, access.key.is_empty()) {
-            (_, false) => Arc::from(access.key.as_str()),
-            (Some(p), true) => Arc::from(p.key()),
-            (None, true) => Arc::from(self.client_ip(req)),
-        });
-        caller
-    }
-
-    /// The session-creation rate limit (on `initialize`).
-    pub fn admit_session(&self, access: &Access, metrics: &Metrics) -> Result<(), HttpError> {
+    /// The session-creation rate limit (on `initialize`); the caller of
+    /// the `initialize`, with the client its session counts against (the
+    /// principal, else the client address).
+    pub fn admit_session(
+        &self,
+        access: &Access,
+        req: &HttpRequest,
+        metrics: &Metrics,
+    ) -> Result<Caller, HttpError> {
+        let key = match (&access.key, &access.principal) {
+            (Some(k), _) => k.clone(),
+            (None, Some(p)) => p.key(),
+            (None, None) => self.client_ip(req),
+        };
         if let Some(limiter) = &self.sessions {
-            if let Err(wait) = limiter.check(&access.key) {
+            if let Err(wait) = limiter.check(&key) {
                 metrics.rate_limited.with_label_values(&["session"]).inc();
                 return Err(HttpError::TooManyRequests {
                     retry_after: wait,
@@ -171,7 +172,9 @@ impl Security {
                 });
             }
         }
-        Ok(())
+        let mut caller = access.caller.clone();
+        caller.client = Some(Arc::from(key));
+        Ok(caller)
     }
 
     /// Every request in `messages` must be covered by the caller's scopes:

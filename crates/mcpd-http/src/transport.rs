@@ -237,8 +237,9 @@ pub async fn post(
     let named = header_str(h, &SESSION_HEADER)?.is_some();
     match lifecycle::admit(body.messages(), body.is_batch(), named) {
         Ok(Admission::Initialize) => {
-            state.security.admit_session(&access, state.metrics())?;
-            let caller = state.security.session_caller(&access, &req);
+            let caller = state
+                .security
+                .admit_session(&access, &req, state.metrics())?;
             return initialize(body, &state, &caller).await;
         }
         Err(e @ LifecycleError::AlreadyInitialized) => {

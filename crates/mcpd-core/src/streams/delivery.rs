@@ -192,19 +192,12 @@ fn write(cfg: &StreamsConfig, stream: &str, writer: &mut Option<StreamSender>, i
     let Some(w) = writer else { return };
     match w.try_send(item) {
         Ok(()) => cfg.metrics.sse_events.inc(),
-        Err(crate::stream::TrySendError::Full(_)) if is_connection(stream) => {
-            tracing::warn!(
-                session = %cfg.session,
-                "slow client: disconnected; its connection cannot be resumed, so its session ends"
-            );
-            *writer = None;
-        }
         Err(crate::stream::TrySendError::Full(_)) => {
-            tracing::warn!(
-                session = %cfg.session,
-                stream,
-                "slow client: disconnected; it can resume from the event log"
-            );
+            let then = match is_connection(stream) {
+                true => "its connection cannot be resumed, so its session ends",
+                false => "it can resume from the event log",
+            };
+            tracing::warn!(session = %cfg.session, stream, "slow client: disconnected; {then}");
             *writer = None;
         }
         Err(crate::stream::TrySendError::Closed(_)) => *writer = None,
