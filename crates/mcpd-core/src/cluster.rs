@@ -48,6 +48,9 @@ pub enum Control {
     },
     /// The session's GET connection is now held by `to` (broadcast).
     GetMoved { s: String, to: String },
+    /// The addressed replica follows `stream`, whose requests no longer run
+    /// on the sender (they ended, or it holds no such session).
+    Gone { s: String, stream: String },
 }
 
 impl Control {
@@ -60,7 +63,8 @@ impl Control {
             | Control::Reload { s, .. }
             | Control::Wake { s, .. }
             | Control::Tail { s, .. }
-            | Control::GetMoved { s, .. } => Some(s),
+            | Control::GetMoved { s, .. }
+            | Control::Gone { s, .. } => Some(s),
             Control::Ack { .. } => None,
         }
     }
@@ -140,6 +144,22 @@ pub trait Cluster: Send + Sync + 'static {
 
     /// Ask `owner`, which serves `stream`, to wake this replica on appends.
     fn tail(&self, session: &str, owner: &str, stream: &str);
+
+    /// Tell `reader`, which follows `stream`, that its requests no longer
+    /// run here.
+    fn gone(&self, session: &str, reader: &str, stream: &str) {
+        let msg = Control::Gone {
+            s: session.to_owned(),
+            stream: stream.to_owned(),
+        };
+        self.publish(Some(reader), msg);
+    }
+
+    /// A graceful exit, once the HTTP server stopped: the store work still
+    /// under way (appends, ownership removals) is finished, then this
+    /// replica is marked gone, so the others answer its unfinished requests
+    /// at once.
+    async fn retire(&self) {}
 }
 
 /// The cluster over `bus`: [`Shared`] when other processes see the same

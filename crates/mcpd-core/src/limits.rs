@@ -39,6 +39,10 @@ pub struct Limits {
     /// The `retry` hint (ms) sent with priming events and before closing a
     /// connection the client should come back to.
     pub sse_retry_ms: u64,
+    /// How long a session holds events while the event log is unavailable,
+    /// appending them again, before it sends them without ids (a client that
+    /// resumes from before them is then told that they were lost).
+    pub event_log_hold: Duration,
     /// Mailbox capacity of a session actor.
     pub session_mailbox: usize,
     /// Resource subscriptions one session may hold; `resources/subscribe`
@@ -61,6 +65,7 @@ impl Default for Limits {
             buffer_bytes_per_client: 64 * MIB,
             buffer_bytes_total: 512 * MIB,
             sse_retry_ms: 1000,
+            event_log_hold: Duration::from_secs(5),
             session_mailbox: 256,
             max_subscriptions_per_session: 1000,
         }

@@ -40,7 +40,7 @@ use crate::streams::{Streams, StreamsConfig};
 pub use crate::streams::{PostReply, ResumeError};
 pub use env::{SessionEnv, Slots};
 pub use record::SessionRecord;
-pub use remote::{GetMoved, Reload, RemoteAnswer, RemoteCancel, RemoteTail, Wake};
+pub use remote::{GetMoved, Reload, RemoteAnswer, RemoteCancel, RemoteGone, RemoteTail, Wake};
 
 /// Why the transport could not hand a message to a session.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

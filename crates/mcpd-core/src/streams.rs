@@ -37,7 +37,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use foldhash::{HashMap, HashMapExt};
 use mcpd_protocol::{ProtocolVersion, RequestId};
-use mcpd_store::{Budgets, StoredEvent};
+use mcpd_store::{Budgets, NewEvent, StoredEvent};
 use mcpd_telemetry::Metrics;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -45,7 +45,7 @@ use tokio::sync::oneshot;
 use crate::stream::{bounded, new_stream_id, StreamReceiver, StreamSender, GET_STREAM};
 pub use resume::ResumeError;
 pub(crate) use state::Stream;
-use state::{json_array, to_bytes, Delivery, Kind, OpenMeta, PendingReply};
+use state::{json_array, to_bytes, Delivery, Kind, OpenMeta, PendingReply, GAP_RECORD};
 
 /// The id of a session's connection stream (transports with one channel).
 pub const CONNECTION_STREAM: &str = "c";
@@ -113,6 +113,9 @@ pub enum Effect {
     WakeGetHolder,
     /// Ask `owner`, which serves `stream`, to wake this replica on appends.
     Tail { owner: String, stream: Arc<str> },
+    /// `stream` is not (or no longer) served here: tell `replica`, which
+    /// delivers it, so it stops waiting.
+    Gone { replica: String, stream: Arc<str> },
     /// A stream is served by another replica: check now and then that the
     /// replicas of [`Streams::foreign_owners`] are alive, and call
     /// [`Streams::owner_died`] for a dead one's streams.
@@ -128,6 +131,9 @@ pub enum Purpose {
     Pull,
     /// A fed stream's server died: deliver what it logged, then fail the rest.
     FailForeign,
+    /// A fed stream's server no longer runs its requests: deliver what it
+    /// logged; what is still unanswered has an unknown outcome.
+    Ended,
     /// A client resumes after `seq` of this stream.
     Resume {
         last_event_id: String,
@@ -141,17 +147,24 @@ pub enum Purpose {
 pub struct Batch(Vec<Out>);
 
 impl Batch {
-    /// The `(stream, data)` pairs to append, in order. A connection
-    /// stream's events are not among them: that stream cannot be resumed,
-    /// so nothing is kept for it.
-    pub fn entries(&self) -> Vec<(String, Bytes)> {
+    /// The events to append, in order. A connection stream's events are
+    /// not among them: that stream cannot be resumed, so nothing is kept
+    /// for it.
+    pub fn entries(&self) -> Vec<NewEvent> {
         self.0
             .iter()
             .filter_map(|o| match o {
-                Out::Event { stream, data, .. } | Out::Meta { stream, data }
+                Out::Event {
+                    stream, data, seq, ..
+                }
+                | Out::Meta { stream, data, seq }
                     if !is_connection(stream) =>
                 {
-                    Some((stream.to_string(), data.clone()))
+                    Some(NewEvent {
+                        stream: stream.to_string(),
+                        seq: *seq,
+                        data: data.clone(),
+                    })
                 }
                 _ => None,
             })
@@ -161,14 +174,19 @@ impl Batch {
 
 #[derive(Debug)]
 enum Out {
-    /// Append to the log, then write.
+    /// Append to the log (numbered `seq`, or by the log), then write.
     Event {
         stream: Arc<str>,
+        seq: Option<u64>,
         data: Bytes,
         retry_ms: Option<u64>,
     },
     /// Append to the log only.
-    Meta { stream: Arc<str>, data: Bytes },
+    Meta {
+        stream: Arc<str>,
+        seq: Option<u64>,
+        data: Bytes,
+    },
     /// Write a `retry` hint and drop the connection; the stream goes on.
     Release { stream: Arc<str> },
     /// The stream is complete: drop it once everything before is written.
@@ -182,6 +200,9 @@ pub struct Streams {
     effects: Vec<Effect>,
     /// The replica holding the session's GET connection, when known.
     get_owner: Option<String>,
+    /// Log-numbered streams some of whose events the log never stored: a
+    /// gap record goes before their next event.
+    gaps: Vec<Arc<str>>,
 }
 
 // === impl Streams ===
@@ -200,6 +221,7 @@ impl Streams {
             outbox: Vec::new(),
             effects: Vec::new(),
             get_owner: None,
+            gaps: Vec::new(),
         }
     }
 
@@ -233,6 +255,7 @@ impl Streams {
             None,
         );
         st.open = st.request_count();
+        st.next_seq = Some(1); // one writer: this replica numbers its events
         st.delivery = Delivery::Json {
             reply: PendingReply::new(reply),
             held: Vec::new(),
@@ -321,8 +344,9 @@ impl Streams {
                     st.readers.push(reader);
                 }
             }
-            // Already complete here: let the reader collect the rest now.
-            None => self.effects.push(Effect::Wake {
+            // Its requests are over here (or never ran here): the reader
+            // collects what was logged and stops waiting.
+            None => self.effects.push(Effect::Gone {
                 replica: reader,
                 stream: Arc::from(stream),
             }),
@@ -338,8 +362,10 @@ impl Streams {
     }
 
     fn push_event(&mut self, stream: &Arc<str>, data: Bytes, retry_ms: Option<u64>) {
+        let seq = self.map.get_mut(stream).and_then(Stream::take_seq);
         self.outbox.push(Out::Event {
             stream: stream.clone(),
+            seq,
             data,
             retry_ms,
         });
@@ -367,8 +393,10 @@ impl Streams {
             owner: self.cfg.replica.to_string(),
             ids: st.request_ids().to_vec(),
         };
+        let seq = st.take_seq();
         self.outbox.push(Out::Meta {
             stream: stream.clone(),
+            seq,
             data: to_bytes(&meta),
         });
         if self.cfg.version.has_sse_polling() {
@@ -480,7 +508,16 @@ impl Streams {
         if self.outbox.is_empty() {
             return None;
         }
-        Some(Batch(std::mem::take(&mut self.outbox)))
+        let mut out: Vec<Out> = Vec::with_capacity(self.gaps.len() + self.outbox.len());
+        for stream in self.gaps.drain(..) {
+            out.push(Out::Meta {
+                stream,
+                seq: None,
+                data: Bytes::from_static(GAP_RECORD),
+            });
+        }
+        out.append(&mut self.outbox);
+        Some(Batch(out))
     }
 
     /// The replica serving a resumed stream died: answer what it left
@@ -491,6 +528,30 @@ impl Streams {
             purpose: Purpose::FailForeign,
             check_owner: false,
         });
+    }
+
+    /// A resumed stream's server is alive: ask it again to wake this
+    /// replica, and read what it logged since.
+    pub fn retail(&mut self, stream: Arc<str>, owner: String) {
+        self.effects.push(Effect::Tail {
+            owner,
+            stream: stream.clone(),
+        });
+        self.pull(stream);
+    }
+
+    /// The replica serving a resumed stream no longer runs its requests:
+    /// deliver what it logged; what is still unanswered ends with an error.
+    pub fn owner_gone(&mut self, stream: &str) {
+        if let Some((key, _)) = self.map.get_key_value(stream) {
+            if self.is_foreign(stream) {
+                self.effects.push(Effect::Read {
+                    stream: key.clone(),
+                    purpose: Purpose::Ended,
+                    check_owner: false,
+                });
+            }
+        }
     }
 
     /// Resumed streams another replica serves, with that replica.

@@ -47,6 +47,11 @@ pub trait ControlBus: Send + Sync + 'static {
     /// Live replicas other than this one that hold an actor for `session`
     /// (they record themselves as owners of `h:<replica>`).
     async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError>;
+
+    /// A graceful exit: waits (at most `within`) for this replica's store
+    /// commands still running, then stops its heartbeat and deletes its
+    /// liveness key, so the others answer its unfinished requests at once.
+    async fn retire(&self, _within: std::time::Duration) {}
 }
 
 /// The single-process bus.

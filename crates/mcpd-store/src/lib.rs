@@ -50,6 +50,19 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+/// An event to append: to `stream`, numbered `seq` by its writer (`None`:
+/// the log numbers it, after the stream's last event).
+///
+/// A stream with a single writer (a POST stream, written by the replica
+/// serving its requests) is numbered by that writer, so events it produced
+/// while the log was unavailable leave a hole a resumption can see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    pub stream: String,
+    pub seq: Option<u64>,
+    pub data: Bytes,
+}
+
 /// Append-only logs of SSE events, one per stream, grouped by session.
 #[async_trait]
 pub trait EventLog: Send + Sync + 'static {
@@ -58,18 +71,14 @@ pub trait EventLog: Send + Sync + 'static {
     async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError>;
 
     /// Appends several events in order, in one round trip where the backend
-    /// allows (group commit). Returns their sequence numbers.
+    /// allows (group commit). Returns their sequence numbers. Appending a
+    /// batch again after a failure stores no event twice when every event
+    /// of it is numbered by its writer.
     async fn append_batch(
         &self,
         session: &str,
-        events: Vec<(String, Bytes)>,
-    ) -> Result<Vec<u64>, StoreError> {
-        let mut seqs = Vec::with_capacity(events.len());
-        for (stream, data) in events {
-            seqs.push(self.append(session, &stream, data).await?);
-        }
-        Ok(seqs)
-    }
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>, StoreError>;
 
     /// Every event of `stream` after sequence number `after`, oldest first.
     async fn replay(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::{EventLog, SessionDirectory, StoreError, StoredEvent};
+use crate::{EventLog, NewEvent, SessionDirectory, StoreError, StoredEvent};
 
 /// How much of each session's history the log keeps.
 #[derive(Debug, Clone, Copy)]
@@ -152,7 +152,9 @@ impl MemoryEventLog {
 
     /// Appends within the session's own lock, trimming the stream and the
     /// session to their budgets.
-    fn append_locked(&self, entry: &mut Entry, stream: &str, data: Bytes) -> u64 {
+    /// `seq`: the writer's number for the event (it never falls behind the
+    /// stream's last here: this log cannot fail an append).
+    fn append_locked(&self, entry: &mut Entry, stream: &str, seq: Option<u64>, data: Bytes) -> u64 {
         let now = Instant::now();
         let r = self.retention;
         let mut freed = 0;
@@ -184,7 +186,7 @@ impl MemoryEventLog {
                 bytes: 0,
                 touched: now,
             });
-        s.last += 1;
+        s.last = seq.filter(|&n| n > s.last).unwrap_or(s.last + 1);
         s.touched = now;
         s.bytes += n;
         s.events.push_back(StoredEvent { seq: s.last, data });
@@ -261,16 +263,33 @@ impl Default for MemoryEventLog {
 #[async_trait]
 impl EventLog for MemoryEventLog {
     async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
+        let event = NewEvent {
+            stream: stream.to_owned(),
+            seq: None,
+            data,
+        };
+        Ok(self.append_batch(session, vec![event]).await?[0])
+    }
+
+    async fn append_batch(
+        &self,
+        session: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>, StoreError> {
         let entry = self.session(session, true).expect("created");
-        let (seq, client) = {
+        let (seqs, client) = {
             let mut e = lock(&entry);
-            (self.append_locked(&mut e, stream, data), e.client.clone())
+            let seqs = events
+                .into_iter()
+                .map(|ev| self.append_locked(&mut e, &ev.stream, ev.seq, ev.data))
+                .collect();
+            (seqs, e.client.clone())
         };
         if let Some(c) = &client {
             self.evict(Some(c));
         }
         self.evict(None);
-        Ok(seq)
+        Ok(seqs)
     }
 
     async fn replay(

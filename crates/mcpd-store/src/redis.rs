@@ -20,7 +20,7 @@
 //! [`EventLog`](crate::EventLog) and [`SessionDirectory`](crate::SessionDirectory);
 //! `bus` is the control bus and stream ownership.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +65,12 @@ pub struct RedisStore {
     replica: String,
     /// Commands that failed or timed out (for `mcpd_redis_errors_total`).
     failures: AtomicU64,
+    /// The runtime the store was made on: every command runs there.
+    rt: tokio::runtime::Handle,
+    /// Commands running there for callers on other runtimes.
+    in_flight: Arc<AtomicUsize>,
+    /// Set when the replica retired: its heartbeat stops.
+    retired: AtomicBool,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -83,7 +89,8 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
 impl RedisStore {
     /// Prepares the connection without contacting Redis (call [`EventLog::check`]
     /// to find out whether it answers). Must run inside a tokio runtime that
-    /// lives as long as the store.
+    /// lives as long as the store: the connection and every command run
+    /// there, whichever runtime calls.
     ///
     /// [`EventLog::check`]: crate::EventLog::check
     pub fn new(cfg: RedisConfig, replica: impl Into<String>) -> Result<Arc<Self>, StoreError> {
@@ -98,6 +105,9 @@ impl RedisStore {
             pubsub_client,
             replica: replica.into(),
             failures: Default::default(),
+            rt: tokio::runtime::Handle::current(),
+            in_flight: Default::default(),
+            retired: Default::default(),
         }))
     }
 

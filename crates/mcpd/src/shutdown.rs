@@ -13,7 +13,12 @@
 //!    then are closed with a `retry` hint too: with the Redis store their
 //!    clients resume on another replica, which replays everything logged
 //!    and answers what never finished with a clear error;
-//! 4. the HTTP server stops (actix gets two more seconds to write the hints).
+//! 4. the HTTP server stops (actix gets two more seconds to write the hints);
+//! 5. the replica retires: the store commands still under way (the last
+//!    appends, ownership removals) finish — the store connection lives on
+//!    the main runtime, past the HTTP workers — and its liveness key is
+//!    deleted, so the other replicas answer the requests it could not
+//!    finish at once instead of after the key's TTL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,6 +123,8 @@ impl StopHandle {
         if let Some(admin) = &self.admin {
             admin.stop(true).await;
         }
+        // One cluster is shared by every endpoint of the process.
+        self.node().cluster.retire().await;
         self.phase.send_replace(Phase::Stopped);
     }
 

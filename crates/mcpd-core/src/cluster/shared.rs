@@ -16,10 +16,17 @@ use tokio::sync::mpsc;
 use super::{Cluster, Control, Inbox};
 use crate::stream::GET_STREAM;
 
+/// How often ownership removals that failed are tried again.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
 pub struct Shared {
     bus: Arc<dyn ControlBus>,
     /// Announcements waiting for holders' acknowledgements.
     acks: DashMap<u64, mpsc::Sender<()>>,
+    /// Ownership records (session, field) whose removal failed (the store
+    /// was away): removed once it answers again, so no replica is taken
+    /// for the server of a request that ended.
+    stale: Arc<DashMap<(String, String), ()>>,
 }
 
 impl Shared {
@@ -27,6 +34,18 @@ impl Shared {
         Self {
             bus,
             acks: DashMap::new(),
+            stale: Arc::default(),
+        }
+    }
+
+    /// Removes the ownership records whose removal failed; those that fail
+    /// again stay for the next round.
+    async fn remove_stale(bus: &dyn ControlBus, stale: &DashMap<(String, String), ()>) {
+        let keys: Vec<(String, String)> = stale.iter().map(|e| e.key().clone()).collect();
+        for (session, what) in keys {
+            if bus.set_owner(&session, &what, None).await.is_ok() {
+                stale.remove(&(session, what));
+            }
         }
     }
 
@@ -66,11 +85,15 @@ impl Shared {
     }
 
     /// Records `what` of `session` as held by `replica` (or by none), in
-    /// the background.
+    /// the background; a removal that fails is tried again later.
     fn set_owner(&self, session: &str, what: String, replica: Option<String>) {
-        let (bus, session) = (self.bus.clone(), session.to_owned());
+        let (bus, session, stale) = (self.bus.clone(), session.to_owned(), self.stale.clone());
         tokio::spawn(async move {
-            let _ = bus.set_owner(&session, &what, replica.as_deref()).await;
+            let done = bus.set_owner(&session, &what, replica.as_deref()).await;
+            if let (Err(e), None) = (done, replica) {
+                tracing::warn!(session = %session, what = %what, error = %e, "ownership record not removed; trying again when the store answers");
+                stale.insert((session, what), ());
+            }
         });
     }
 }
@@ -88,6 +111,13 @@ impl Cluster for Shared {
     fn start(self: Arc<Self>, inbox: Arc<dyn Inbox>) {
         let (tx, mut rx) = mpsc::channel::<Bytes>(4096);
         self.bus.start(tx);
+        let (bus, stale) = (self.bus.clone(), self.stale.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RETRY_EVERY).await;
+                Self::remove_stale(&*bus, &stale).await;
+            }
+        });
         let this = Arc::downgrade(&self);
         // On the actix arbiter: the inbox may start actor-side work.
         actix::spawn(async move {
@@ -244,6 +274,11 @@ impl Cluster for Shared {
                 }
             }
         });
+    }
+
+    async fn retire(&self) {
+        Self::remove_stale(&*self.bus, &self.stale).await;
+        self.bus.retire(Duration::from_secs(2)).await;
     }
 
     fn tail(&self, session: &str, owner: &str, stream: &str) {

@@ -41,6 +41,7 @@ impl SessionActor {
             Effect::Wake { replica, stream } => cluster.wake(&self.id, &replica, &stream),
             Effect::WakeGetHolder => cluster.wake_get_holder(&self.id),
             Effect::Tail { owner, stream } => cluster.tail(&self.id, &owner, &stream),
+            Effect::Gone { replica, stream } => cluster.gone(&self.id, &replica, &stream),
             Effect::Watch => self.watch(ctx),
         }
     }
@@ -52,22 +53,37 @@ impl SessionActor {
             self.id.clone(),
             self.env.server.metrics.clone(),
         );
+        let hold = self.env.server.limits.event_log_hold;
         let work = async move {
+            if entries.is_empty() {
+                return Ok(Vec::new());
+            }
             let started = std::time::Instant::now();
-            let seqs = if entries.is_empty() {
-                Ok(Vec::new())
-            } else {
-                log.append_batch(&session, entries).await
-            };
             let backend = log.backend();
+            // While the log is away, the events are held and appended
+            // again (at most `hold`); the session waits meanwhile.
+            let mut pause = Duration::from_millis(50);
+            let seqs = loop {
+                let seqs = log.append_batch(&session, entries.clone()).await;
+                match seqs {
+                    Err(e) if started.elapsed() + pause < hold => {
+                        metrics.event_log_errors.with_label_values(&[backend]).inc();
+                        tracing::warn!(session = %session, error = %e, "event log append failed; holding the events and trying again");
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(1));
+                    }
+                    seqs => break seqs,
+                }
+            };
             metrics
                 .event_log_append
                 .with_label_values(&[backend])
                 .observe(started.elapsed().as_secs_f64());
             if let Err(e) = &seqs {
                 metrics.event_log_errors.with_label_values(&[backend]).inc();
-                // Still delivered, but without ids: the client cannot resume past them.
-                tracing::error!(session = %session, error = %e, "event log append failed; events sent without ids");
+                // Still delivered, without ids; a client resuming from
+                // before them is told they were lost.
+                tracing::error!(session = %session, error = %e, held = ?started.elapsed(), "event log append failed; events sent without ids");
             }
             seqs
         };
@@ -114,7 +130,11 @@ impl SessionActor {
 
     /// Checks now and then that the replicas serving resumed streams are
     /// alive; a dead one's requests are answered with an error, never left
-    /// hanging. One check per session, started by its first such stream.
+    /// hanging. A live one is asked again to wake this replica (or say it
+    /// no longer serves the stream) and the stream is read again, so a
+    /// control message lost while the store was away delays the stream at
+    /// most one interval. One check per session, started by its first such
+    /// stream.
     fn watch(&mut self, ctx: &mut Context<Self>) {
         if std::mem::replace(&mut self.watching, true) {
             return;
@@ -122,13 +142,19 @@ impl SessionActor {
         ctx.run_interval(WATCH_EVERY, |act, ctx| {
             for (stream, owner) in act.streams.foreign_owners() {
                 let cluster = act.env.cluster.clone();
-                let work = async move { cluster.is_alive(&owner).await.unwrap_or(true) };
+                let asked = owner.clone();
+                let work = async move { cluster.is_alive(&asked).await.unwrap_or(true) };
                 ctx.spawn(
                     actix::fut::wrap_future::<_, Self>(work).map(move |alive, act, ctx| {
-                        if !alive && act.streams.is_foreign(&stream) {
-                            act.streams.owner_died(stream);
-                            act.drive(ctx);
+                        if !act.streams.is_foreign(&stream) {
+                            return;
                         }
+                        if alive {
+                            act.streams.retail(stream, owner);
+                        } else {
+                            act.streams.owner_died(stream);
+                        }
+                        act.drive(ctx);
                     }),
                 );
             }

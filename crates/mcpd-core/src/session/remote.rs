@@ -47,6 +47,13 @@ pub struct RemoteTail {
     pub reader: String,
 }
 
+/// The replica serving a stream this one follows no longer runs it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RemoteGone {
+    pub stream: String,
+}
+
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct GetMoved {
@@ -118,6 +125,15 @@ impl Handler<RemoteTail> for SessionActor {
 
     fn handle(&mut self, msg: RemoteTail, ctx: &mut Context<Self>) {
         self.streams.add_remote_reader(&msg.stream, msg.reader);
+        self.drive(ctx);
+    }
+}
+
+impl Handler<RemoteGone> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoteGone, ctx: &mut Context<Self>) {
+        self.streams.owner_gone(&msg.stream);
         self.drive(ctx);
     }
 }

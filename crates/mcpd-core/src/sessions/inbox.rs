@@ -2,7 +2,9 @@
 //! their session (or acknowledged at once when it holds none).
 
 use crate::cluster::{Control, Inbox};
-use crate::session::{GetMoved, Reload, RemoteAnswer, RemoteCancel, RemoteTail, Slots, Wake};
+use crate::session::{
+    GetMoved, Reload, RemoteAnswer, RemoteCancel, RemoteGone, RemoteTail, Slots, Wake,
+};
 
 use super::SessionTable;
 
@@ -27,7 +29,15 @@ impl Inbox for SessionTable {
             Control::Cancel { s, id } => self.tell(&s, RemoteCancel { id }),
             Control::Answer { s, id, outcome } => self.tell(&s, RemoteAnswer { id, outcome }),
             Control::Wake { s, stream } => self.tell(&s, Wake { stream }),
-            Control::Tail { s, stream, reader } => self.tell(&s, RemoteTail { stream, reader }),
+            Control::Tail { s, stream, reader } => {
+                if self.get(&s).is_some() {
+                    self.tell(&s, RemoteTail { stream, reader });
+                } else {
+                    // No such session here: nothing of it runs here.
+                    self.env.cluster.gone(&s, &reader, &stream);
+                }
+            }
+            Control::Gone { s, stream } => self.tell(&s, RemoteGone { stream }),
             Control::GetMoved { s, to } => self.tell(&s, GetMoved { to }),
         }
     }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use mcpd_store::{StoreError, StoredEvent};
 
-use super::state::{lost, response_id, Delivery, Foreign, OpenMeta, Stream};
+use super::state::{
+    first_hole, hole, lost, response_id, unknown_outcome, Delivery, Foreign, OpenMeta, Stream,
+    ENDED_UNLOGGED,
+};
 use super::{is_connection, Batch, Effect, Out, Purpose, Streams, StreamsConfig};
 use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
 
@@ -13,10 +16,14 @@ use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
 
 impl Streams {
     /// The batch was appended (`Ok`: the sequence number of each entry) or
-    /// not (`Err`: sent without ids, so the client cannot resume past
-    /// them). Writes it; fed streams are pulled from the log instead, and
-    /// replicas that deliver a grown stream are woken.
+    /// not (`Err`: sent without ids; the hole it leaves in each stream is
+    /// recorded, so a client resuming from before it is told, never
+    /// silently skipped past it). Writes it; fed streams are pulled from the
+    /// log instead, and replicas that deliver a grown stream are woken.
     pub fn appended(&mut self, batch: Batch, seqs: Result<Vec<u64>, StoreError>) {
+        if seqs.is_err() {
+            self.record_loss(&batch);
+        }
         let mut seqs = seqs.unwrap_or_default().into_iter();
         let mut grown: Vec<Arc<str>> = Vec::new();
         for out in batch.0 {
@@ -25,6 +32,7 @@ impl Streams {
                     stream,
                     data,
                     retry_ms,
+                    ..
                 } => {
                     if !grown.contains(&stream) {
                         grown.push(stream.clone());
@@ -58,12 +66,43 @@ impl Streams {
                     }
                 }
                 Out::Close { stream } => {
-                    self.map.remove(&stream);
+                    // Replicas following it collect the end now.
+                    for r in self.map.remove(&stream).map(|st| st.readers).unwrap_or_default() {
+                        self.effects.push(Effect::Gone {
+                            replica: r,
+                            stream: stream.clone(),
+                        });
+                    }
                 }
             }
         }
         if self.cfg.shared {
             self.after_append(grown);
+        }
+    }
+
+    /// The log did not store `batch`: each stream's first lost number (a
+    /// stream this replica numbers), or a gap record before its next event
+    /// (a stream the log numbers).
+    fn record_loss(&mut self, batch: &Batch) {
+        for out in &batch.0 {
+            let (Out::Event { stream, seq, .. } | Out::Meta { stream, seq, .. }) = out else {
+                continue;
+            };
+            if is_connection(stream) {
+                continue;
+            }
+            match (seq, self.map.get_mut(stream)) {
+                (Some(n), Some(st)) => {
+                    st.lost_from = Some(st.lost_from.map_or(*n, |l| l.min(*n)));
+                }
+                (Some(_), None) => {} // over: nothing follows the hole
+                (None, _) => {
+                    if !self.gaps.contains(stream) {
+                        self.gaps.push(stream.clone());
+                    }
+                }
+            }
         }
     }
 
@@ -132,6 +171,12 @@ impl Streams {
                     tracing::warn!(stream = %stream, error = %e, "could not read a stream to deliver it")
                 }
             },
+            Purpose::Ended => {
+                if let Ok(events) = events {
+                    self.deliver_from_log(&stream, events);
+                }
+                self.end_foreign(&stream, ENDED_UNLOGGED);
+            }
             Purpose::FailForeign => {
                 if let Ok(events) = events {
                     self.deliver_from_log(&stream, events);
@@ -165,7 +210,11 @@ impl Streams {
             return;
         };
         let start = *after;
+        let gap = first_hole(&events, start);
         for e in events.into_iter().filter(|e| e.seq > start) {
+            if gap.is_some_and(|(from, _)| e.seq >= from) {
+                break;
+            }
             *after = e.seq;
             if OpenMeta::is(&e.data) {
                 continue;
@@ -180,8 +229,39 @@ impl Streams {
             };
             write(cfg, stream, writer, item);
         }
-        if foreign.as_deref().is_some_and(Foreign::complete) {
-            self.map.remove(stream); // every request answered: the stream ends
+        let complete = foreign.as_deref().is_some_and(Foreign::complete);
+        let is_foreign = foreign.is_some();
+        match gap {
+            _ if complete => {
+                self.map.remove(stream); // every request answered: the stream ends
+            }
+            // Never a later event as if nothing were missing.
+            Some((from, to)) if is_foreign => self.end_foreign(stream, &hole(from, to)),
+            Some((from, _)) => {
+                tracing::warn!(session = %cfg.session, stream = %stream, from, "events missing from the log: the client is disconnected and told when it resumes");
+                *writer = None;
+            }
+            None => {}
+        }
+    }
+
+    /// A resumed stream another replica served can go no further: each
+    /// request still unanswered gets an error saying why its outcome is
+    /// unknown (written, not logged: a later resumption finds the same),
+    /// and the stream ends.
+    fn end_foreign(&mut self, stream: &Arc<str>, why: &str) {
+        let Some(mut st) = self.map.remove(stream) else {
+            return;
+        };
+        let unanswered = st.foreign().map(Foreign::unanswered).unwrap_or_default();
+        let mut writer = st.take_writer();
+        for id in unanswered {
+            let item = StreamItem::Event {
+                id: String::new(),
+                data: unknown_outcome(&id, why),
+                retry_ms: None,
+            };
+            write(&self.cfg, stream, &mut writer, item);
         }
     }
 }

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use mcpd_store::{StoreError, StoredEvent};
 use tokio::sync::oneshot;
 
-use super::state::{lost, response_id, Delivery, Foreign, Kind, OpenMeta, Stream};
+use super::state::{
+    first_hole, hole, lost, response_id, unknown_outcome, Delivery, Foreign, Kind, OpenMeta,
+    Stream, ENDED_UNLOGGED,
+};
 use super::{Effect, Out, Purpose, Streams};
 use crate::stream::{event_id, parse_event_id, StreamItem, StreamReceiver, GET_STREAM};
 
@@ -21,6 +24,8 @@ pub enum ResumeError {
     Unknown(String),
     #[error("Last-Event-ID {0:?} is too old: later events were dropped by retention or by the event log's byte bounds (store.bytes_*), so resuming would lose messages; open a new GET stream without Last-Event-ID")]
     Expired(String),
+    #[error("Last-Event-ID {0:?} cannot be resumed: {1}; open a new GET stream without Last-Event-ID")]
+    Gap(String, String),
     #[error("the event log is unavailable: {0}")]
     Unavailable(String),
 }
@@ -86,11 +91,26 @@ impl Streams {
             let _ = reply.send(Err(ResumeError::Expired(last_event_id)));
             return;
         }
-        resumptions.with_label_values(&["ok"]).inc();
         let meta = OpenMeta::find(&events);
+        // A hole after `seq`: in the log's numbering, or at its end (known
+        // only to the replica numbering the stream).
+        let gap = first_hole(&events, seq).or_else(|| {
+            let l = self.map.get(&stream)?.lost_from?;
+            (l > seq && l > last).then_some((l, None))
+        });
+        if let (Some((from, to)), None) = (gap, &meta) {
+            resumptions.with_label_values(&["gap"]).inc();
+            let why = hole(from, to).replace("its stream", "this stream");
+            let _ = reply.send(Err(ResumeError::Gap(last_event_id, why)));
+            return;
+        }
+        resumptions.with_label_values(&["ok"]).inc();
         let (tx, rx) = self.channel(events.len());
         let mut answered = HashSet::new();
         for e in events {
+            if gap.is_some_and(|(from, _)| e.seq >= from) {
+                break;
+            }
             if OpenMeta::is(&e.data) {
                 continue;
             }
@@ -106,7 +126,22 @@ impl Streams {
                 });
             }
         }
-        if &*stream == GET_STREAM {
+        let over = |why: &str| {
+            // Nothing more can be delivered in order: each request still
+            // unanswered is told why, and this connection ends.
+            for id in meta.iter().flat_map(|m| &m.ids) {
+                if !answered.contains(id) {
+                    let _ = tx.push_replay(StreamItem::Event {
+                        id: String::new(),
+                        data: unknown_outcome(id, why),
+                        retry_ms: None,
+                    });
+                }
+            }
+        };
+        if let Some((from, to)) = gap {
+            over(&hole(from, to));
+        } else if &*stream == GET_STREAM {
             let st = self
                 .map
                 .entry(stream.clone())
@@ -118,6 +153,9 @@ impl Streams {
             }
         } else if let Some(st) = self.map.get_mut(&stream) {
             st.set_writer(tx); // still open here: go on live (an older connection is closed)
+        } else if meta.as_ref().is_some_and(|m| m.owner == self.me()) {
+            // Served here, and over: what the log lacks never reached it.
+            over(ENDED_UNLOGGED);
         } else if let Some(meta) = meta.filter(|m| m.owner != self.me()) {
             let foreign = Foreign {
                 owner: meta.owner.clone(),

@@ -50,6 +50,11 @@ pub(crate) struct Stream {
     pub delivery: Delivery,
     /// Other replicas delivering this stream to a client: woken on appends.
     pub readers: Vec<String>,
+    /// The number of this stream's next event, when this replica numbers
+    /// them (a POST stream it serves); `None`: the log numbers them.
+    pub next_seq: Option<u64>,
+    /// The first of this stream's numbered events the log never stored.
+    pub lost_from: Option<u64>,
 }
 
 impl Stream {
@@ -59,7 +64,16 @@ impl Stream {
             open: 0,
             delivery: Delivery::Direct { writer },
             readers: Vec::new(),
+            next_seq: None,
+            lost_from: None,
         }
+    }
+
+    /// The number of the next event: this replica's own, or the log's.
+    pub fn take_seq(&mut self) -> Option<u64> {
+        let n = self.next_seq?;
+        self.next_seq = Some(n + 1);
+        Some(n)
     }
 
     pub fn request_ids(&self) -> &[RequestId] {
@@ -219,6 +233,52 @@ pub(crate) fn lost(id: &RequestId) -> Bytes {
         "The server process running this request stopped before it finished; its result is lost. Retry the request.",
     );
     to_bytes(&error_response(Some(id), &e))
+}
+
+/// The error that answers a request whose messages cannot all be delivered:
+/// its server no longer runs it, or part of its stream was never stored.
+pub(crate) fn unknown_outcome(id: &RequestId, why: &str) -> Bytes {
+    let e = ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("The outcome of this request is unknown: {why}. Retry the request if it is safe to repeat."),
+    );
+    to_bytes(&error_response(Some(id), &e))
+}
+
+/// Why [`unknown_outcome`]: the request ended where the log could not
+/// record its last messages.
+pub(crate) const ENDED_UNLOGGED: &str = "its server finished it, but its last messages never reached the event log (the log was unavailable then)";
+
+/// Why [`unknown_outcome`]: events `from..=to` of its stream were lost.
+pub(crate) fn hole(from: u64, to: Option<u64>) -> String {
+    match to {
+        Some(to) if to > from => format!("events {from}–{to} of its stream were never stored (the event log was unavailable), so what came after them cannot be delivered in order"),
+        _ => format!("event {from} of its stream was never stored (the event log was unavailable), so what came after it cannot be delivered in order"),
+    }
+}
+
+/// A record in a log-numbered stream (the GET stream of replicas sharing
+/// the store) that events were lost before it.
+pub(crate) const GAP_RECORD: &[u8] = b"{\"$mcpd\":\"gap\"}";
+
+/// The first hole after event `after` in a stream's events: the first
+/// missing number and the last before the next stored event (`None`: seen
+/// through a gap record, its extent unknown).
+pub(crate) fn first_hole(
+    events: &[mcpd_store::StoredEvent],
+    after: u64,
+) -> Option<(u64, Option<u64>)> {
+    let mut expected = after + 1;
+    for e in events.iter().filter(|e| e.seq > after) {
+        if e.data.as_ref() == GAP_RECORD {
+            return Some((e.seq, None));
+        }
+        if e.seq != expected {
+            return Some((expected, Some(e.seq - 1)));
+        }
+        expected = e.seq + 1;
+    }
+    None
 }
 
 /// The id of a JSON-RPC response (`result` or `error`) in `data`.

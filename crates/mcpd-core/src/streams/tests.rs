@@ -53,17 +53,24 @@ fn note() -> serde_json::Value {
     json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
 }
 
-/// Appends whatever is queued, numbering entries from `next`; returns the
-/// `(stream, data)` pairs appended.
+/// Appends whatever is queued, numbering entries the writer left to the
+/// log from `next`; returns the `(stream, data)` pairs appended.
 fn append(s: &mut Streams, next: &mut u64) -> Vec<(String, Bytes)> {
     let Some(batch) = s.flush() else {
         return Vec::new();
     };
     let entries = batch.entries();
-    let seqs = (0..entries.len() as u64).map(|i| *next + i).collect();
-    *next += entries.len() as u64;
+    let seqs = entries
+        .iter()
+        .map(|e| {
+            e.seq.unwrap_or_else(|| {
+                *next += 1;
+                *next - 1
+            })
+        })
+        .collect();
     s.appended(batch, Ok(seqs));
-    entries
+    entries.into_iter().map(|e| (e.stream, e.data)).collect()
 }
 
 fn recv(rx: &mut StreamReceiver) -> Poll<Option<StreamItem>> {
@@ -482,12 +489,12 @@ fn a_remote_reader_is_woken_when_its_stream_grows() {
 }
 
 #[test]
-fn a_reader_of_a_finished_stream_is_woken_at_once() {
+fn a_reader_of_a_stream_not_served_here_is_told_at_once() {
     let mut s = streams(ProtocolVersion::V2025_03_26, true);
     s.add_remote_reader("gone", "r2".into());
     assert!(matches!(
         &s.take_effects()[..],
-        [Effect::Wake { replica, stream }] if replica == "r2" && &**stream == "gone"
+        [Effect::Gone { replica, stream }] if replica == "r2" && &**stream == "gone"
     ));
 }
 
@@ -578,6 +585,7 @@ fn store_errors_map_to_resume_errors() {
             ResumeError::Expired(_) => "expired",
             ResumeError::Unavailable(_) => "unavailable",
             ResumeError::Malformed(_) => "malformed",
+            ResumeError::Gap(..) => "gap",
         };
         assert_eq!(label, want);
     }
@@ -780,4 +788,157 @@ fn a_waiting_json_reply_counts_as_connected_until_its_client_goes() {
     assert!(s.any_connected());
     drop(rx);
     assert!(!s.any_connected());
+}
+
+// --- holes: events the log never stored (#22) ---
+
+/// The JSON-RPC error of an item, as (id, code, message).
+fn error_of(item: &StreamItem) -> (serde_json::Value, i64, String) {
+    let StreamItem::Event { data, .. } = item else {
+        panic!("expected an event, got {item:?}")
+    };
+    let v: serde_json::Value = serde_json::from_slice(data).unwrap();
+    let code = v["error"]["code"].as_i64().expect("an error response");
+    let message = v["error"]["message"].as_str().unwrap_or_default().to_owned();
+    (v["id"].clone(), code, message)
+}
+
+#[test]
+fn a_post_stream_numbers_its_own_events() {
+    let mut s = old();
+    let (stream, _rx) = post(&mut s, &[1], false);
+    s.send_interim(&stream, &note());
+    s.send_interim(&stream, &note());
+    let seqs: Vec<Option<u64>> = s.flush().unwrap().entries().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![Some(1), Some(2), Some(3)], "meta, then two events");
+}
+
+#[test]
+fn resuming_across_a_hole_on_the_serving_replica_ends_with_an_error_at_the_hole() {
+    let mut s = old();
+    let (stream, mut rx) = post(&mut s, &[1], false);
+    s.send_interim(&stream, &note()); // 1 meta, 2 note
+    let mut next = 100;
+    append(&mut s, &mut next);
+    let _live = sse(&mut rx);
+    s.send_interim(&stream, &note()); // 3: lost
+    let batch = s.flush().unwrap();
+    s.appended(batch, Err(StoreError::Unavailable("down".into())));
+    s.send_interim(&stream, &note()); // 4: stored
+    append(&mut s, &mut next);
+    // The client saw event 2 only, and resumes from it.
+    let mut got = resume(&mut s, &format!("{stream}-2"));
+    let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
+    read(
+        &mut s,
+        Ok(vec![stored(1, &meta(ME, &[1])), stored(2, &n), stored(4, &n)]),
+        true,
+    );
+    let mut out = got.try_recv().unwrap().unwrap();
+    let (items, ended) = drain(&mut out);
+    assert_eq!(items.len(), 1, "event 4 is not delivered as if 3 existed: {items:?}");
+    let (id, code, message) = error_of(&items[0]);
+    assert_eq!((id, code), (json!(1), -32603));
+    assert!(message.contains("event 3 of its stream was never stored"), "{message}");
+    assert!(ended);
+}
+
+#[test]
+fn a_hole_at_the_end_is_known_to_the_replica_that_numbers_the_stream() {
+    let mut s = old();
+    let (stream, mut rx) = post(&mut s, &[1], false);
+    s.send_interim(&stream, &note());
+    let mut next = 100;
+    append(&mut s, &mut next);
+    let _live = sse(&mut rx);
+    s.send_interim(&stream, &note()); // 3: lost, nothing after it yet
+    let batch = s.flush().unwrap();
+    s.appended(batch, Err(StoreError::Unavailable("down".into())));
+    let mut got = resume(&mut s, &format!("{stream}-2"));
+    let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
+    read(&mut s, Ok(vec![stored(1, &meta(ME, &[1])), stored(2, &n)]), true);
+    let (items, ended) = drain(&mut got.try_recv().unwrap().unwrap());
+    assert_eq!(items.len(), 1);
+    assert!(error_of(&items[0]).2.contains("event 3"));
+    assert!(ended);
+}
+
+#[test]
+fn resuming_here_a_stream_that_ended_here_unlogged_answers_unknown_outcome() {
+    let mut s = streams(ProtocolVersion::V2025_03_26, true);
+    let mut got = resume(&mut s, "abc-2");
+    let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
+    read(&mut s, Ok(vec![stored(1, &meta(ME, &[7])), stored(2, &n)]), true);
+    let (items, ended) = drain(&mut got.try_recv().unwrap().unwrap());
+    assert_eq!(items.len(), 1, "{items:?}");
+    let (id, code, message) = error_of(&items[0]);
+    assert_eq!((id, code), (json!(7), -32603));
+    assert!(message.contains("outcome of this request is unknown"), "{message}");
+    assert!(ended, "never an empty stream that closes and leaves the call waiting");
+}
+
+#[test]
+fn a_followed_stream_whose_server_says_gone_ends_with_unknown_outcome() {
+    let mut s = streams(ProtocolVersion::V2025_03_26, true);
+    let mut got = resume(&mut s, "abc-1");
+    read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
+    let mut out = got.try_recv().unwrap().unwrap();
+    s.take_effects();
+    s.owner_gone("abc");
+    read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
+    let (items, ended) = drain(&mut out);
+    assert_eq!(items.len(), 1);
+    assert!(error_of(&items[0]).2.contains("never reached the event log"));
+    assert!(ended);
+    assert!(!s.is_foreign("abc"));
+}
+
+#[test]
+fn a_followed_stream_with_a_hole_stops_at_it() {
+    let mut s = streams(ProtocolVersion::V2025_03_26, true);
+    let mut got = resume(&mut s, "abc-2");
+    let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
+    read(&mut s, Ok(vec![stored(1, &meta("other", &[1])), stored(2, &n)]), true);
+    let mut out = got.try_recv().unwrap().unwrap();
+    s.take_effects();
+    s.pull(Arc::from("abc"));
+    let answer = String::from_utf8(response(1).to_vec()).unwrap();
+    read(
+        &mut s,
+        Ok(vec![
+            stored(1, &meta("other", &[1])),
+            stored(2, &n),
+            stored(3, &n),
+            stored(9, &answer),
+        ]),
+        true,
+    );
+    let (items, ended) = drain(&mut out);
+    assert_eq!(items.len(), 2, "event 3, then the error at the hole: {items:?}");
+    assert_eq!(items[0], event("abc-3", &to_bytes(&note())));
+    assert!(error_of(&items[1]).2.contains("events 4–8"));
+    assert!(ended);
+}
+
+#[test]
+fn shared_a_lost_get_event_leaves_a_gap_record_and_resuming_across_it_is_refused() {
+    let mut s = streams(ProtocolVersion::V2025_03_26, true);
+    let get: Arc<str> = Arc::from(GET_STREAM);
+    s.send_interim(&get, &note());
+    let batch = s.flush().unwrap();
+    s.appended(batch, Err(StoreError::Unavailable("down".into())));
+    s.send_interim(&get, &note());
+    let entries = s.flush().unwrap().entries();
+    assert_eq!(entries.len(), 2, "a gap record, then the event");
+    assert_eq!(entries[0].data, Bytes::from_static(GAP_RECORD));
+    let mut got = resume(&mut s, &format!("{GET_STREAM}-1"));
+    let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
+    let gap = String::from_utf8(GAP_RECORD.to_vec()).unwrap();
+    read(
+        &mut s,
+        Ok(vec![stored(1, &n), stored(2, &gap), stored(3, &n)]),
+        true,
+    );
+    let err = got.try_recv().unwrap().unwrap_err();
+    assert!(matches!(err, ResumeError::Gap(..)), "{err:?}");
 }

@@ -81,7 +81,7 @@ impl RedisStore {
 
     async fn heartbeat_loop(self: Arc<Self>) {
         let key = self.liveness_key(&self.replica);
-        loop {
+        while !self.retired.load(std::sync::atomic::Ordering::Relaxed) {
             let k = key.clone();
             let ttl = millis(LIVENESS);
             if let Err(e) = self
@@ -97,6 +97,15 @@ impl RedisStore {
                 .await
             {
                 tracing::warn!(error = %e, "replica heartbeat not written");
+            }
+            if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
+                // Retired while that write ran: it may have landed after the
+                // deletion.
+                let k = key.clone();
+                let _ = self
+                    .run(|mut h| async move { redis::cmd("DEL").arg(&k).query_async::<()>(&mut h).await })
+                    .await;
+                return;
             }
             tokio::time::sleep(HEARTBEAT).await;
         }
@@ -137,6 +146,22 @@ impl ControlBus for RedisBus {
                     .await
             })
             .await
+    }
+
+    async fn retire(&self, within: Duration) {
+        let store = &self.0;
+        store.settle(within).await;
+        store
+            .retired
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let key = store.liveness_key(&store.replica);
+        let deleted = store
+            .run(|mut h| async move { redis::cmd("DEL").arg(&key).query_async::<()>(&mut h).await })
+            .await;
+        match deleted {
+            Ok(()) => tracing::info!("replica retired: its liveness key is deleted"),
+            Err(e) => tracing::warn!(error = %e, "liveness key not deleted; it expires by itself"),
+        }
     }
 
     async fn is_alive(&self, replica: &str) -> Result<bool, StoreError> {

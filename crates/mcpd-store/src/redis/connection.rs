@@ -150,16 +150,39 @@ impl RedisStore {
         }
     }
 
-    /// Runs one command or pipeline under the store's timeout.
+    /// Runs one command or pipeline under the store's timeout, on the
+    /// store's own runtime (see [`RedisStore::new`]): the connection and
+    /// every command outlive the HTTP workers, so what a stopping replica
+    /// appends last still reaches Redis, and a command whose caller went
+    /// away still completes.
     pub(super) async fn run<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, StoreError>
     where
-        F: std::future::Future<Output = RedisResult<T>>,
+        F: std::future::Future<Output = RedisResult<T>> + Send + 'static,
+        T: Send + 'static,
     {
         let handle = self.handle().await.inspect_err(|_| self.failed())?;
-        let result = match tokio::time::timeout(self.cfg.timeout, f(handle)).await {
+        let timeout = self.cfg.timeout;
+        let work = tokio::time::timeout(timeout, f(handle));
+        let outcome = if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.rt.id())
+        {
+            work.await
+        } else {
+            let pending = self.in_flight.clone();
+            pending.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let task = self.rt.spawn(async move {
+                let out = work.await;
+                pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                out
+            });
+            match task.await {
+                Ok(out) => out,
+                Err(e) => return Err(unavailable(format!("the store's runtime stopped: {e}"))),
+            }
+        };
+        let result = match outcome {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => unavailable(&e).tap_failover(&e),
-            Err(_) => unavailable(format!("no answer within {:?}", self.cfg.timeout)).timed_out(),
+            Err(_) => unavailable(format!("no answer within {timeout:?}")).timed_out(),
         };
         if let (Conn::Sentinel(m), true) = (&self.conn, result.1) {
             // The primary may have moved: ask the sentinels again next time.
@@ -167,6 +190,17 @@ impl RedisStore {
         }
         self.failed();
         Err(result.0)
+    }
+
+    /// Waits, at most `within`, for commands sent from other runtimes to
+    /// finish (a stopping replica's last appends and ownership updates).
+    pub async fn settle(&self, within: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     fn failed(&self) {

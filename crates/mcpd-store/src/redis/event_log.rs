@@ -1,5 +1,7 @@
-//! [`EventLog`] on Redis Streams: one stream per SSE stream, numbered by
-//! Redis, trimmed by `MAXLEN ~` and expired by TTL.
+//! [`EventLog`] on Redis Streams: one stream per SSE stream, trimmed by
+//! `MAXLEN ~` and expired by TTL. Entry ids are `0-<seq>`: the writer's own
+//! number when it gives one (so events it could not store leave a visible
+//! hole), else the next after the stream's last (`0-*`).
 
 use std::collections::BTreeSet;
 
@@ -7,29 +9,79 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{millis, unavailable, RedisStore};
-use crate::{EventLog, StoreError, StoredEvent};
+use crate::{EventLog, NewEvent, StoreError, StoredEvent};
+
+/// Redis's answer to an `XADD` whose id is not above the stream's last: the
+/// event is already stored (a batch appended again after a lost reply).
+const ALREADY_STORED: &str = "equal or smaller than the target stream top item";
 
 fn seq_of(id: &str) -> Option<u64> {
     id.split_once('-').and_then(|(_, seq)| seq.parse().ok())
 }
 
+impl RedisStore {
+    /// A batch appended again found some of its events stored (the reply
+    /// to an earlier attempt was lost): it is stored when each stream holds
+    /// the batch's last number for it. Only writer-numbered events can be
+    /// told apart this way.
+    async fn already_stored(
+        &self,
+        session: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>, StoreError> {
+        let seqs: Option<Vec<u64>> = events.iter().map(|e| e.seq).collect();
+        let seqs = seqs.ok_or_else(|| unavailable("a retried append found events already stored"))?;
+        let mut p = redis::pipe();
+        let mut last: Vec<(&str, u64)> = Vec::new();
+        for e in events {
+            match last.iter_mut().find(|(s, _)| *s == e.stream) {
+                Some(l) => l.1 = l.1.max(e.seq.unwrap_or(0)),
+                None => last.push((&e.stream, e.seq.unwrap_or(0))),
+            }
+        }
+        for (stream, _) in &last {
+            p.cmd("XREVRANGE")
+                .arg(self.stream_key(session, stream))
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1);
+        }
+        let tops: Vec<redis::streams::StreamRangeReply> = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        for ((_, want), top) in last.iter().zip(&tops) {
+            let top = top.ids.first().and_then(|e| seq_of(&e.id)).unwrap_or(0);
+            if top < *want {
+                return Err(unavailable(format!(
+                    "a retried append found the stream at event {top}, expected {want}"
+                )));
+            }
+        }
+        Ok(seqs)
+    }
+}
+
 #[async_trait]
 impl EventLog for RedisStore {
     async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
-        let seqs = self
-            .append_batch(session, vec![(stream.to_owned(), data)])
-            .await?;
+        let event = NewEvent {
+            stream: stream.to_owned(),
+            seq: None,
+            data,
+        };
+        let seqs = self.append_batch(session, vec![event]).await?;
         seqs.into_iter()
             .next()
             .ok_or_else(|| unavailable("XADD returned no id"))
     }
 
-    /// One pipeline for the whole batch: XADD per event (ids `0-*`, so Redis
-    /// numbers them), then TTL refreshes and the stream index.
+    /// One pipeline for the whole batch: XADD per event, then TTL refreshes
+    /// and the stream index.
     async fn append_batch(
         &self,
         session: &str,
-        events: Vec<(String, Bytes)>,
+        events: Vec<NewEvent>,
     ) -> Result<Vec<u64>, StoreError> {
         if events.is_empty() {
             return Ok(Vec::new());
@@ -37,16 +89,20 @@ impl EventLog for RedisStore {
         let r = &self.cfg.retention;
         let mut p = redis::pipe();
         let mut streams = BTreeSet::new();
-        for (stream, data) in &events {
+        for e in &events {
+            let id = match e.seq {
+                Some(seq) => format!("0-{seq}"),
+                None => "0-*".to_owned(),
+            };
             p.cmd("XADD")
-                .arg(self.stream_key(session, stream))
+                .arg(self.stream_key(session, &e.stream))
                 .arg("MAXLEN")
                 .arg("~")
                 .arg(r.max_events_per_stream)
-                .arg("0-*")
+                .arg(id)
                 .arg("d")
-                .arg(data.as_ref());
-            streams.insert(stream.as_str());
+                .arg(e.data.as_ref());
+            streams.insert(e.stream.as_str());
         }
         let index = self.key(session, "streams");
         for stream in &streams {
@@ -60,9 +116,16 @@ impl EventLog for RedisStore {
             .arg(&index)
             .arg(millis(r.max_age.max(self.cfg.session_ttl)))
             .ignore();
-        let ids: Vec<String> = self
+        let ids: Vec<String> = match self
             .run(|mut h| async move { p.query_async(&mut h).await })
-            .await?;
+            .await
+        {
+            Ok(ids) => ids,
+            Err(StoreError::Unavailable(m)) if m.contains(ALREADY_STORED) => {
+                return self.already_stored(session, &events).await;
+            }
+            Err(e) => return Err(e),
+        };
         ids.iter()
             .map(|id| seq_of(id).ok_or_else(|| unavailable(format!("unexpected stream id {id}"))))
             .collect()

@@ -22,6 +22,9 @@ pub struct LimitsSection {
     pub buffer_bytes_per_client: usize,
     pub buffer_bytes_total: usize,
     pub sse_retry_ms: u64,
+    /// How long events are held, and appended again, while the event log
+    /// is unavailable (milliseconds).
+    pub event_log_hold_ms: u64,
     pub session_mailbox: usize,
     pub max_subscriptions_per_session: usize,
     pub page_size: usize,
@@ -43,6 +46,7 @@ impl Default for LimitsSection {
             session_idle_timeout_secs: l.session_idle_timeout.as_secs(),
             stream_buffer: l.stream_buffer,
             sse_retry_ms: l.sse_retry_ms,
+            event_log_hold_ms: l.event_log_hold.as_millis() as u64,
             session_mailbox: l.session_mailbox,
             max_subscriptions_per_session: l.max_subscriptions_per_session,
             page_size: 100,
@@ -110,6 +114,7 @@ impl From<&LimitsSection> for Limits {
             session_idle_timeout: Duration::from_secs(l.session_idle_timeout_secs),
             stream_buffer: l.stream_buffer,
             sse_retry_ms: l.sse_retry_ms,
+            event_log_hold: Duration::from_millis(l.event_log_hold_ms),
             session_mailbox: l.session_mailbox,
             max_subscriptions_per_session: l.max_subscriptions_per_session,
         }
