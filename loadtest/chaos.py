@@ -365,9 +365,25 @@ http {{
 
     # ---- whole cluster ---------------------------------------------------
 
+    def snapshot_binary(self) -> None:
+        """Hard-links (else copies) the mcpd binary into the temp dir: a rebuild
+        during the run (cargo replaces the file) must not mix versions."""
+        src = Path(self.mcpd)
+        st = src.stat()
+        self.binary_info = {"path": str(src), "size": st.st_size,
+                            "mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))}
+        dst = self.dir / "mcpd"
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        self.mcpd = str(dst)
+
     def start(self) -> None:
         """Redis, the replicas (in parallel, each until ready), nginx; raises on failure."""
         log(f"temp dir {self.dir}")
+        self.snapshot_binary()
+        log(f"mcpd binary {self.binary_info['path']} ({self.binary_info['mtime']})")
         if not self.start_redis():
             raise RuntimeError(f"redis-server did not start:\n{tail(self.dir / 'redis.log')}")
         log(f"redis-server pid {self.redis.pid} on :{self.redis_port} (appendonly yes)")
@@ -708,7 +724,8 @@ class McpClient:
             else:  # eof without hint, broken connection
                 reason, pause = "break", backoff * (0.5 + self.rng.random())
                 backoff = min(2.0, backoff * 2)
-                self.stats.break_kind(end.kind + (" (empty GET stream)" if stream["events"] == 0 and stream["kind"] == "GET" else ""))
+                empty = " (empty stream)" if stream["events"] == 0 and stream["kind"] == "GET" else ""
+                self.stats.break_kind(f"{stream['kind']} stream: {end.kind}{empty}")
             c.resumes[reason] += 1
             self.stats.resume(reason)
             c.where = f"sleeping {pause:.2f} s before resuming ({reason})"
@@ -817,7 +834,7 @@ class McpClient:
         data: list[str] = []
         retry: int | None = None
         has_field = False
-        last_had_retry = False
+        last_was_hint = False
         retry_ms = None
         while True:
             remaining = deadline - time.monotonic()
@@ -830,10 +847,13 @@ class McpClient:
                 return StreamEnd("timeout")
             except (OSError, http.client.HTTPException, ValueError) as e:
                 return StreamEnd("broken", type(e).__name__)
-            if not raw:
-                if last_had_retry:
-                    return StreamEnd("retry", retry_ms=retry_ms)
-                return StreamEnd("eof")
+            if not raw or not raw.endswith(b"\n"):
+                # http.client reports a chunked body cut before its last chunk as a
+                # clean end; chunk_left is None only after the last chunk.
+                cut = bool(raw) or (resp.chunked and resp.chunk_left is not None)
+                if last_was_hint:
+                    return StreamEnd("retry", "cut" if cut else "", retry_ms=retry_ms)
+                return StreamEnd("broken", "closed without the last chunk") if cut else StreamEnd("eof")
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError:
@@ -842,7 +862,9 @@ class McpClient:
                 if not has_field:
                     continue
                 end = self._dispatch(c, ev_id, data, retry, stream)
-                last_had_retry = retry is not None
+                # mcpd's hand-over hint is a bare `retry:` event (the priming
+                # event also carries `retry:`, with an id).
+                last_was_hint = retry is not None and ev_id is None and not any(data)
                 if retry is not None:
                     retry_ms = retry
                 ev_id, data, retry, has_field = None, [], None, False
@@ -987,10 +1009,10 @@ def check_final_calls(calls: list[Call], expected: int) -> list[dict]:
     `expected` fresh calls succeed with their full result (and keep
     invariants 2 and 3)."""
     out = []
-    ok = [c for c in calls if c.outcome == "ok" and not check_no_duplicate(c) and not check_no_silent_gap(c)]
+    ok = {id(c) for c in calls if c.outcome == "ok" and not check_no_duplicate(c) and not check_no_silent_gap(c)}
     if len(ok) != expected:
         for c in calls:
-            if c not in ok:
+            if id(c) not in ok:
                 out.append({
                     "invariant": 5, "kind": "FINAL CALL FAILED", "session": c.session, "request_id": c.req_id,
                     "outcome": c.outcome, "error": c.error, "where": c.where, "progress": c.progress,
@@ -1248,7 +1270,7 @@ def final_calls(cluster: Cluster, stats: Stats, seed: int) -> list[Call]:
 # --------------------------------------------------------------------------
 
 
-def report(args, stats: Stats, wall: float, fault_s: float, violations: dict, settle_problems: list[str]):
+def report(args, cluster: Cluster, stats: Stats, wall: float, fault_s: float, violations: dict, settle_problems: list[str]):
     """The Markdown table and the JSON document."""
     calls = stats.calls
     outcomes = collections.Counter(c.outcome for c in calls)
@@ -1259,6 +1281,7 @@ def report(args, stats: Stats, wall: float, fault_s: float, violations: dict, se
     ek = ", ".join(f"{k} {n}" for k, n in errkinds.most_common()) or "none"
     rows = [
         ("fault period / wall time", f"{fault_s:.0f} s / {wall:.0f} s (seed {args.seed}, {args.clients} clients)"),
+        ("mcpd", f"`{args.mcpd}` ({getattr(cluster, 'binary_info', {}).get('mtime', '?')})"),
         ("faults", f"{sum(stats.faults.values())}: {fk}"),
         ("calls started", str(stats.counters["calls_started"])),
         ("succeeded (\"done\")", str(outcomes["ok"])),
@@ -1315,6 +1338,7 @@ def report(args, stats: Stats, wall: float, fault_s: float, violations: dict, se
         md += [f"- settling: {p}" for p in settle_problems]
     doc = {
         "args": {k: v for k, v in vars(args).items()},
+        "mcpd_binary": getattr(cluster, "binary_info", None),
         "fault_period_s": round(fault_s, 1), "wall_s": round(wall, 1),
         "faults": dict(stats.faults), "fault_log": stats.fault_log,
         "calls": {"started": stats.counters["calls_started"], "finished": len(calls), **dict(outcomes),
@@ -1430,7 +1454,7 @@ def main() -> int:
             violations[4] += check_result_or_clear_error(c)
         violations[5] = check_final_calls(stats.final_calls, FINAL_CALLS)
         violations[6] = check_no_crash(cluster, stats.crashes)
-        md, doc = report(args, stats, now(), fault_s, violations, settle_problems)
+        md, doc = report(args, cluster, stats, now(), fault_s, violations, settle_problems)
         callsf.close()
         callsf = None
         print(md)

@@ -246,7 +246,17 @@ impl TestCluster {
     /// `--store redis --redis-url <url>` and `extra` flags, each logging at
     /// `info` to its own file, and a proxy in front.
     pub fn start(bin: &str, n: usize, extra: &[&str]) -> Self {
-        let redis = RedisServer::start();
+        Self::start_on(bin, n, extra, &[], RedisServer::start())
+    }
+
+    /// Like [`Self::start`], on `redis`, with `env` added to each replica's.
+    pub fn start_on(
+        bin: &str,
+        n: usize,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        redis: RedisServer,
+    ) -> Self {
         let log_dir = TempDir::new("cluster-logs");
         let url = redis.url();
         let mut args = vec!["--store", "redis", "--redis-url", url.as_str()];
@@ -254,15 +264,12 @@ impl TestCluster {
         let replicas: Vec<McpdProcess> = (0..n)
             .map(|i| {
                 let log = log_dir.0.join(format!("replica-{i}.log"));
-                McpdProcess::start_with(
-                    bin,
-                    &args,
-                    &[
-                        ("MCPD_LOG_LEVEL", "info"),
-                        ("MCPD_STATELESS_STATE_KEYS", SHARED_STATE_KEY),
-                    ],
-                    Some(&log),
-                )
+                let mut vars = vec![
+                    ("MCPD_LOG_LEVEL", "info"),
+                    ("MCPD_STATELESS_STATE_KEYS", SHARED_STATE_KEY),
+                ];
+                vars.extend_from_slice(env);
+                McpdProcess::start_with(bin, &args, &vars, Some(&log))
             })
             .collect();
         let path = replicas[0]
@@ -317,6 +324,15 @@ impl TestCluster {
     /// SIGKILL replica `i`.
     pub fn kill(&mut self, i: usize) {
         self.replicas[i].kill();
+    }
+
+    /// SIGTERM replica `i` (a graceful stop; it exits by itself).
+    pub fn terminate(&self, i: usize) {
+        if let Some(pid) = self.replicas[i].pid() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
     }
 
     /// SIGKILL replica `i`, start it again on the same port, and wait until

@@ -73,16 +73,46 @@ fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
 pub struct RedisServer {
     dir: TempDir,
     child: Option<Child>,
+    /// Append-only file on, fsync'd at every write: data survives a kill
+    /// and a restart.
+    persistent: bool,
 }
 
 impl RedisServer {
     pub fn start() -> Self {
+        Self::launch(false)
+    }
+
+    /// A server whose data survives restarts and kills (AOF, `appendfsync
+    /// always`), as a production Redis with persistence.
+    pub fn start_persistent() -> Self {
+        Self::launch(true)
+    }
+
+    fn launch(persistent: bool) -> Self {
         let mut r = Self {
             dir: TempDir::new("redis"),
             child: None,
+            persistent,
         };
         r.restart();
         r
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn unpause(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill").arg(sig).arg(c.id().to_string()).status();
+        }
     }
 
     pub fn socket(&self) -> PathBuf {
@@ -103,13 +133,20 @@ impl RedisServer {
         let _ = std::fs::remove_file(self.socket());
     }
 
-    /// Starts (again) on the same socket; data is not kept across restarts.
+    /// Starts (again) on the same socket; data is kept across restarts only
+    /// by a [`Self::start_persistent`] server.
     pub fn restart(&mut self) {
         self.kill();
+        let aof: &[&str] = match self.persistent {
+            true => &["--appendonly", "yes", "--appendfsync", "always"],
+            false => &["--appendonly", "no"],
+        };
         let child = Command::new(redis_server())
             .args(["--port", "0", "--unixsocket"])
             .arg(self.socket())
-            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .args(["--save", ""])
+            .args(aof)
+            .arg("--dir")
             .arg(&self.dir.0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -53,6 +53,7 @@
 mod auth;
 mod backend;
 mod doctor;
+mod faults;
 mod errors;
 mod features;
 mod fuzz;
