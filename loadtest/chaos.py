@@ -206,6 +206,9 @@ class Cluster:
             )
             logf.close()
             self.redis.starts += 1
+            if self.stopping.is_set():  # cleanup began meanwhile: do not leave it behind
+                self.redis.kill_group()
+                return False
         deadline = time.monotonic() + bound
         while time.monotonic() < deadline:
             if self.redis_cmd("PING") == "+PONG":
@@ -272,6 +275,9 @@ class Cluster:
             )
             logf.close()
             r.starts += 1
+            if self.stopping.is_set():  # cleanup began meanwhile: do not leave it behind
+                r.kill_group()
+                return False
         return self.wait_replica(i, bound, need_ready)
 
     def wait_replica(self, i: int, bound: float, need_ready: bool) -> bool:
@@ -446,6 +452,7 @@ class Call:
     steps: int
     interval_ms: int
     drop_after: int | None  # deliberate cut after this many progress events
+    dropped: bool = False
     started: float = 0.0
     deadline_s: float = 0.0
     ended: float | None = None
@@ -915,8 +922,8 @@ class McpClient:
                 c.progress.append(int(float(p.get("progress"))))
             except (TypeError, ValueError):
                 return StreamEnd("garbage", f"progress without a number: {short(text)!r}")
-            if c.drop_after is not None and len(c.progress) == c.drop_after:
-                c.drop_after = -c.drop_after  # once per call (negative: done)
+            if c.drop_after is not None and not c.dropped and len(c.progress) == c.drop_after:
+                c.dropped = True  # once per call
                 return StreamEnd("dropped")
             return None
         if "id" in msg and ("result" in msg or "error" in msg):
@@ -1229,7 +1236,7 @@ def settle(cluster: Cluster, stats: Stats) -> list[str]:
         with r.lock:
             if not r.running():
                 r.expected_exit = True
-                cluster.start_replica(i)
+                cluster.start_replica(i, bound=10)
     deadline = time.monotonic() + 30
     for i, r in enumerate(cluster.replicas):
         if not cluster.wait_replica(i, max(0.1, deadline - time.monotonic()), need_ready=True):
@@ -1260,9 +1267,12 @@ def final_calls(cluster: Cluster, stats: Stats, seed: int) -> list[Call]:
     threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(FINAL_CALLS)]
     for t in threads:
         t.start()
+    # initialize (20 s) + the longest call's deadline, and a margin.
+    join_by = time.monotonic() + 20 + 15 * 0.25 + CALL_SLACK_S + 5
     for t in threads:
-        t.join(timeout=120)
-    return results
+        t.join(timeout=max(0.0, join_by - time.monotonic()))
+    with lock:
+        return list(results)
 
 
 # --------------------------------------------------------------------------
@@ -1399,8 +1409,8 @@ def main() -> int:
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     callsf = None
     try:
         try:
@@ -1426,6 +1436,8 @@ def main() -> int:
         time.sleep(max(0.0, t_start + args.duration - time.monotonic()))
         fault_s = time.monotonic() - t_start
         stop.set()
+        # Load calls still running end by their own deadlines (at most steps*interval + 40 s).
+        join_by = time.monotonic() + 15 * 0.25 + CALL_SLACK_S + 5
         log("faults over; clients finish their calls; settling")
         settle_problems = settle(cluster, stats)
         if settle_problems:
@@ -1435,8 +1447,6 @@ def main() -> int:
         for c in stats.final_calls:
             callsf.write(json.dumps(c.summary()) + "\n")
         log(f"final calls: {sum(1 for c in stats.final_calls if c.outcome == 'ok')}/{FINAL_CALLS} ok")
-        # Load calls still running end by their own deadlines (at most steps*interval + 40 s).
-        join_by = time.monotonic() + 15 * 0.25 + CALL_SLACK_S + 5
         for t in clients:
             t.join(timeout=max(0.0, join_by - time.monotonic()))
         stuck = sum(1 for t in clients if t.is_alive())
@@ -1475,6 +1485,8 @@ def main() -> int:
         log(f"interrupted ({e or 'Ctrl-C'}); cleaning up")
         return 130
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not stop the cleanup
         done.set()
         stop.set()
         if callsf:

@@ -94,6 +94,9 @@ pub struct SessionActor {
     expired: bool,
     /// A check that replicas serving resumed streams live is running.
     watching: bool,
+    /// The last append failed even after holding its events: later ones
+    /// are tried once, not held, until one succeeds.
+    log_failing: bool,
     /// Changes of session state from the POST being handled, saved once
     /// at its end (`session/requests.rs`).
     changes: Vec<requests::Change>,
@@ -180,6 +183,7 @@ impl SessionActor {
             last_touch: Instant::now(),
             expired: false,
             watching: false,
+            log_failing: false,
             changes: Vec::new(),
         }
     }

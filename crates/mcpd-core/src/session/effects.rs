@@ -53,7 +53,12 @@ impl SessionActor {
             self.id.clone(),
             self.env.server.metrics.clone(),
         );
-        let hold = self.env.server.limits.event_log_hold;
+        // Held once per outage: while the log stays away, later batches
+        // are tried once.
+        let hold = match self.log_failing {
+            true => Duration::ZERO,
+            false => self.env.server.limits.event_log_hold,
+        };
         let work = async move {
             if entries.is_empty() {
                 return Ok(Vec::new());
@@ -89,6 +94,7 @@ impl SessionActor {
         };
         ctx.wait(
             actix::fut::wrap_future::<_, Self>(work).map(move |seqs, act, ctx| {
+                act.log_failing = seqs.is_err();
                 act.streams.appended(batch, seqs);
                 act.drive(ctx);
             }),

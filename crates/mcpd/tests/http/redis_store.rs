@@ -24,11 +24,18 @@ const LOST: &str = "The server process running this request stopped before it fi
 /// key expires first (seconds), then the lost requests get their error.
 const DEAD_OWNER_WAIT: Duration = Duration::from_secs(30);
 
-/// mcpd as a child process on `redis_url`, with `extra` flags.
+/// mcpd as a child process on `redis_url`, with `extra` flags. Events are
+/// held 1 s while Redis is away (`limits.event_log_hold_ms`, 5 s by
+/// default), then sent without ids.
 fn mcpd_on(redis_url: &str, extra: &[&str]) -> McpdProcess {
     let mut args = vec!["--store", "redis", "--redis-url", redis_url];
     args.extend_from_slice(extra);
-    McpdProcess::start(env!("CARGO_BIN_EXE_mcpd"), &args)
+    McpdProcess::start_with(
+        env!("CARGO_BIN_EXE_mcpd"),
+        &args,
+        &[("MCPD_LIMITS_EVENT_LOG_HOLD_MS", "1000")],
+        None,
+    )
 }
 
 /// A client of the same session with a new connection pool (the old one
