@@ -111,7 +111,10 @@ impl RedisServer {
 
     fn signal(&self, sig: &str) {
         if let Some(c) = &self.child {
-            let _ = Command::new("kill").arg(sig).arg(c.id().to_string()).status();
+            let _ = Command::new("kill")
+                .arg(sig)
+                .arg(c.id().to_string())
+                .status();
         }
     }
 

@@ -67,7 +67,12 @@ impl Streams {
                 }
                 Out::Close { stream } => {
                     // Replicas following it collect the end now.
-                    for r in self.map.remove(&stream).map(|st| st.readers).unwrap_or_default() {
+                    for r in self
+                        .map
+                        .remove(&stream)
+                        .map(|st| st.readers)
+                        .unwrap_or_default()
+                    {
                         self.effects.push(Effect::Gone {
                             replica: r,
                             stream: stream.clone(),

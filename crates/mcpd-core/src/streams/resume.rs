@@ -24,7 +24,9 @@ pub enum ResumeError {
     Unknown(String),
     #[error("Last-Event-ID {0:?} is too old: later events were dropped by retention or by the event log's byte bounds (store.bytes_*), so resuming would lose messages; open a new GET stream without Last-Event-ID")]
     Expired(String),
-    #[error("Last-Event-ID {0:?} cannot be resumed: {1}; open a new GET stream without Last-Event-ID")]
+    #[error(
+        "Last-Event-ID {0:?} cannot be resumed: {1}; open a new GET stream without Last-Event-ID"
+    )]
     Gap(String, String),
     #[error("the event log is unavailable: {0}")]
     Unavailable(String),

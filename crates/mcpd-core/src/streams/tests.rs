@@ -799,7 +799,10 @@ fn error_of(item: &StreamItem) -> (serde_json::Value, i64, String) {
     };
     let v: serde_json::Value = serde_json::from_slice(data).unwrap();
     let code = v["error"]["code"].as_i64().expect("an error response");
-    let message = v["error"]["message"].as_str().unwrap_or_default().to_owned();
+    let message = v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     (v["id"].clone(), code, message)
 }
 
@@ -810,7 +813,11 @@ fn a_post_stream_numbers_its_own_events() {
     s.send_interim(&stream, &note());
     s.send_interim(&stream, &note());
     let seqs: Vec<Option<u64>> = s.flush().unwrap().entries().iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, vec![Some(1), Some(2), Some(3)], "meta, then two events");
+    assert_eq!(
+        seqs,
+        vec![Some(1), Some(2), Some(3)],
+        "meta, then two events"
+    );
 }
 
 #[test]
@@ -831,15 +838,26 @@ fn resuming_across_a_hole_on_the_serving_replica_ends_with_an_error_at_the_hole(
     let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
     read(
         &mut s,
-        Ok(vec![stored(1, &meta(ME, &[1])), stored(2, &n), stored(4, &n)]),
+        Ok(vec![
+            stored(1, &meta(ME, &[1])),
+            stored(2, &n),
+            stored(4, &n),
+        ]),
         true,
     );
     let mut out = got.try_recv().unwrap().unwrap();
     let (items, ended) = drain(&mut out);
-    assert_eq!(items.len(), 1, "event 4 is not delivered as if 3 existed: {items:?}");
+    assert_eq!(
+        items.len(),
+        1,
+        "event 4 is not delivered as if 3 existed: {items:?}"
+    );
     let (id, code, message) = error_of(&items[0]);
     assert_eq!((id, code), (json!(1), -32603));
-    assert!(message.contains("event 3 of its stream was never stored"), "{message}");
+    assert!(
+        message.contains("event 3 of its stream was never stored"),
+        "{message}"
+    );
     assert!(ended);
 }
 
@@ -856,7 +874,11 @@ fn a_hole_at_the_end_is_known_to_the_replica_that_numbers_the_stream() {
     s.appended(batch, Err(StoreError::Unavailable("down".into())));
     let mut got = resume(&mut s, &format!("{stream}-2"));
     let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
-    read(&mut s, Ok(vec![stored(1, &meta(ME, &[1])), stored(2, &n)]), true);
+    read(
+        &mut s,
+        Ok(vec![stored(1, &meta(ME, &[1])), stored(2, &n)]),
+        true,
+    );
     let (items, ended) = drain(&mut got.try_recv().unwrap().unwrap());
     assert_eq!(items.len(), 1);
     assert!(error_of(&items[0]).2.contains("event 3"));
@@ -868,13 +890,23 @@ fn resuming_here_a_stream_that_ended_here_unlogged_answers_unknown_outcome() {
     let mut s = streams(ProtocolVersion::V2025_03_26, true);
     let mut got = resume(&mut s, "abc-2");
     let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
-    read(&mut s, Ok(vec![stored(1, &meta(ME, &[7])), stored(2, &n)]), true);
+    read(
+        &mut s,
+        Ok(vec![stored(1, &meta(ME, &[7])), stored(2, &n)]),
+        true,
+    );
     let (items, ended) = drain(&mut got.try_recv().unwrap().unwrap());
     assert_eq!(items.len(), 1, "{items:?}");
     let (id, code, message) = error_of(&items[0]);
     assert_eq!((id, code), (json!(7), -32603));
-    assert!(message.contains("outcome of this request is unknown"), "{message}");
-    assert!(ended, "never an empty stream that closes and leaves the call waiting");
+    assert!(
+        message.contains("outcome of this request is unknown"),
+        "{message}"
+    );
+    assert!(
+        ended,
+        "never an empty stream that closes and leaves the call waiting"
+    );
 }
 
 #[test]
@@ -888,7 +920,9 @@ fn a_followed_stream_whose_server_says_gone_ends_with_unknown_outcome() {
     read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
     let (items, ended) = drain(&mut out);
     assert_eq!(items.len(), 1);
-    assert!(error_of(&items[0]).2.contains("never reached the event log"));
+    assert!(error_of(&items[0])
+        .2
+        .contains("never reached the event log"));
     assert!(ended);
     assert!(!s.is_foreign("abc"));
 }
@@ -898,7 +932,11 @@ fn a_followed_stream_with_a_hole_stops_at_it() {
     let mut s = streams(ProtocolVersion::V2025_03_26, true);
     let mut got = resume(&mut s, "abc-2");
     let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
-    read(&mut s, Ok(vec![stored(1, &meta("other", &[1])), stored(2, &n)]), true);
+    read(
+        &mut s,
+        Ok(vec![stored(1, &meta("other", &[1])), stored(2, &n)]),
+        true,
+    );
     let mut out = got.try_recv().unwrap().unwrap();
     s.take_effects();
     s.pull(Arc::from("abc"));
@@ -914,7 +952,11 @@ fn a_followed_stream_with_a_hole_stops_at_it() {
         true,
     );
     let (items, ended) = drain(&mut out);
-    assert_eq!(items.len(), 2, "event 3, then the error at the hole: {items:?}");
+    assert_eq!(
+        items.len(),
+        2,
+        "event 3, then the error at the hole: {items:?}"
+    );
     assert_eq!(items[0], event("abc-3", &to_bytes(&note())));
     assert!(error_of(&items[1]).2.contains("events 4–8"));
     assert!(ended);

@@ -103,7 +103,9 @@ impl RedisStore {
                 // deletion.
                 let k = key.clone();
                 let _ = self
-                    .run(|mut h| async move { redis::cmd("DEL").arg(&k).query_async::<()>(&mut h).await })
+                    .run(|mut h| async move {
+                        redis::cmd("DEL").arg(&k).query_async::<()>(&mut h).await
+                    })
                     .await;
                 return;
             }

@@ -30,7 +30,8 @@ impl RedisStore {
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
         let seqs: Option<Vec<u64>> = events.iter().map(|e| e.seq).collect();
-        let seqs = seqs.ok_or_else(|| unavailable("a retried append found events already stored"))?;
+        let seqs =
+            seqs.ok_or_else(|| unavailable("a retried append found events already stored"))?;
         let mut p = redis::pipe();
         let mut last: Vec<(&str, u64)> = Vec::new();
         for e in events {

@@ -139,8 +139,7 @@ async fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
 /// replica that no longer runs the call. The ownership record whose removal
 /// failed is removed once Redis is back.
 #[tokio::test]
-async fn a_call_that_finished_while_the_log_was_away_ends_with_a_clear_error_wherever_it_resumes()
-{
+async fn a_call_that_finished_while_the_log_was_away_ends_with_a_clear_error_wherever_it_resumes() {
     let mut cl = cluster();
     let c = session(&cl).await;
     let mut st = countdown(&c, 7, 4, 200).await;
@@ -191,12 +190,20 @@ async fn events_lost_while_redis_was_away_are_a_hole_no_resumption_skips() {
     cl.redis.restart();
     let live = st.collect_all(Duration::from_secs(20)).await;
     let seen: Vec<u64> = live.iter().filter_map(progress_of).collect();
-    assert_eq!(seen, (3..=12).collect::<Vec<_>>(), "the live client loses nothing");
+    assert_eq!(
+        seen,
+        (3..=12).collect::<Vec<_>>(),
+        "the live client loses nothing"
+    );
     assert!(
-        live.iter().any(|e| progress_of(e).is_some() && e.id.is_none()),
+        live.iter()
+            .any(|e| progress_of(e).is_some() && e.id.is_none()),
         "some events were sent without ids (the outage lost them): {live:?}"
     );
-    assert_eq!(response_for(&live, 9).unwrap()["result"]["content"][0]["text"], "done");
+    assert_eq!(
+        response_for(&live, 9).unwrap()["result"]["content"][0]["text"],
+        "done"
+    );
     for i in [0, 1] {
         let events = resume_on(&cl, i, &c, &before).await;
         let answer = response_for(&events, 9)
@@ -247,7 +254,10 @@ async fn a_sigterm_during_appends_loses_no_event_and_retires_the_replica() {
     seen.extend(resumed);
     let progress: Vec<u64> = seen.iter().filter_map(progress_of).collect();
     let want: Vec<u64> = (4..4 + progress.len() as u64).collect();
-    assert_eq!(progress, want, "every step once, in order, no hole (last id {last})");
+    assert_eq!(
+        progress, want,
+        "every step once, in order, no hole (last id {last})"
+    );
     let answer = response_for(&seen, 5).expect("the call is answered");
     let ok = answer["result"]["content"][0]["text"] == "done"
         || answer["error"]["message"]
@@ -258,5 +268,9 @@ async fn a_sigterm_during_appends_loses_no_event_and_retires_the_replica() {
     assert!(!log.contains("append failed"), "an append failed:\n{log}");
     assert!(log.contains("replica retired"), "{log}");
     let keys = redis_cli(&cl, &["KEYS", "mcpd:replica:*"]);
-    assert_eq!(keys.lines().count(), 1, "only replica 1's liveness key: {keys}");
+    assert_eq!(
+        keys.lines().count(),
+        1,
+        "only replica 1's liveness key: {keys}"
+    );
 }

@@ -53,8 +53,8 @@
 mod auth;
 mod backend;
 mod doctor;
-mod faults;
 mod errors;
+mod faults;
 mod features;
 mod fuzz;
 mod gateway;
