@@ -1326,12 +1326,18 @@ def report(args, cluster: Cluster, stats: Stats, wall: float, fault_s: float, vi
     lines = []
     for k in sorted(violations):
         for v in violations[k][:10]:
-            what = v.get("where") or v.get("detail") or v.get("excerpt") or v.get("log_tail") or ""
-            if isinstance(what, dict):
-                what = what.get("detail") or json.dumps(what)
+            parts = []
+            for key in ("detail", "error", "where", "excerpt", "log_tail"):
+                x = v.get(key)
+                if isinstance(x, dict):
+                    x = x.get("detail") or x.get("key") or (json.dumps(x) if x else "")
+                if x and x != "not started":
+                    parts.append(str(x))
+            what = "; ".join(parts)
             ids = v.get("event_ids")
+            who = f"replica {v['replica']}" if "replica" in v else f"session `{v.get('session', '')}`"
             lines.append(
-                f"- **{v['kind']}** session `{v.get('session', v.get('replica', ''))}` request {v.get('request_id', '-')}"
+                f"- **{v['kind']}** {who} request {v.get('request_id', '-')}"
                 + (f", progress {v.get('progress')}" if "progress" in v else "")
                 + (f", missing {v.get('missing')}" if v.get("missing") else "")
                 + (f", duplicates {v.get('duplicate_event_ids')} / {v.get('duplicate_progress')}" if v["kind"] == "DUPLICATE" else "")

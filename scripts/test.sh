@@ -130,6 +130,13 @@ say "deploy checks (helm chart, manifests, alert rules)"
 MCPD_BIN="$MCPD_BIN" bash "$ROOT/scripts/check-deploy.sh" 2>"$LOGDIR/deploy.err" | tee "$LOGDIR/deploy.log"
 summarise deploy "$LOGDIR/deploy.log"
 
+# --- chaos: 3 replicas, Redis and nginx under faults, invariants per call --------
+say "chaos scenario (60 s of faults: SIGKILL, SIGTERM, Redis restart and pause)"
+timeout 300 python3 "$ROOT/loadtest/chaos.py" --duration 60 --mcpd "$MCPD_BIN" --out "$LOGDIR/chaos" \
+  2>"$LOGDIR/chaos.err" | tee "$LOGDIR/chaos.log"
+if [ "${PIPESTATUS[0]}" -eq 0 ]; then count 1 0; echo "PASS chaos"; else
+  count 0 1; echo "FAIL chaos (see $LOGDIR/chaos)"; tail -20 "$LOGDIR/chaos.err"; fi
+
 say "logs in $LOGDIR"
 echo "all: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

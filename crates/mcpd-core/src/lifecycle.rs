@@ -251,6 +251,7 @@ impl Lifecycle {
     /// is refused, so load balancers send new sessions elsewhere.
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::Release);
+        self.sessions.begin_shutdown();
         self.server.metrics.ready.set(0);
     }
 

@@ -33,6 +33,9 @@ pub struct SessionTable {
     overloads: Arc<AtomicU64>,
     /// The clients holding sessions here, by key (see `Caller::client`).
     clients: DashMap<Arc<str>, Arc<ClientSlot>, foldhash::fast::RandomState>,
+    /// The process is stopping: a session missing here may have been
+    /// dropped with its requests unfinished.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl SessionTable {
@@ -42,6 +45,7 @@ impl SessionTable {
             sessions: DashMap::with_hasher(Default::default()),
             overloads: Arc::default(),
             clients: DashMap::with_hasher(Default::default()),
+            stopping: Default::default(),
         })
     }
 
@@ -156,6 +160,16 @@ impl SessionTable {
     }
 
     /// The session held by this process, if any.
+    /// The process is stopping (SIGTERM).
+    pub fn begin_shutdown(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     pub fn get(&self, id: &str) -> Option<SessionHandle> {
         self.sessions.get(id).map(|e| e.value().clone())
     }

@@ -32,10 +32,11 @@ impl Inbox for SessionTable {
             Control::Tail { s, stream, reader } => {
                 if self.get(&s).is_some() {
                     self.tell(&s, RemoteTail { stream, reader });
-                } else {
+                } else if !self.is_stopping() {
                     // No such session here: nothing of it runs here.
                     self.env.cluster.gone(&s, &reader, &stream);
-                }
+                } // stopping: it may have been dropped unfinished; the reader
+                  // sees this replica retire and says so
             }
             Control::Gone { s, stream } => self.tell(&s, RemoteGone { stream }),
             Control::GetMoved { s, to } => self.tell(&s, GetMoved { to }),
