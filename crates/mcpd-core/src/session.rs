@@ -67,6 +67,10 @@ struct InFlight {
     key: u64,
     stream: Arc<str>,
     actor: Addr<RequestActor>,
+    /// Recorded in the store as running here (replicas sharing it find it
+    /// to cancel it). Only a request that runs a while, emits, or asks the
+    /// client is: a quick call costs no store round trip.
+    owned: bool,
 }
 
 struct Outgoing {

@@ -49,7 +49,9 @@ impl SessionActor {
         // `do_send`: a request actor is sent nothing but this one `Cancel`.
         req.actor.do_send(Cancel);
         self.streams.request_ended(&req.stream, None);
-        self.env.cluster.disown(&self.id, id);
+        if req.owned {
+            self.env.cluster.disown(&self.id, id);
+        }
         true
     }
 
@@ -170,15 +172,32 @@ impl SessionActor {
             self.env.stats.clone(),
         )
         .start();
-        self.env.cluster.own(&self.id, &id);
+        if self.env.cluster.shared() {
+            ctx.run_later(OWN_AFTER, move |act, _| act.claim(key));
+        }
         self.requests.insert(
             id,
             InFlight {
                 key,
                 stream: stream.clone(),
                 actor,
+                owned: false,
             },
         );
+    }
+
+    /// Records request `key` as running here, once: it ran longer than
+    /// [`OWN_AFTER`], emitted, or asked the client something. Before that a
+    /// cancellation posted to another replica finds no owner and is dropped,
+    /// which the spec allows (a cancellation may arrive too late); the
+    /// request's response is delivered as usual. See `docs/architecture.md`.
+    fn claim(&mut self, key: u64) {
+        let Some((id, req)) = self.requests.iter_mut().find(|(_, f)| f.key == key) else {
+            return;
+        };
+        if !std::mem::replace(&mut req.owned, true) {
+            self.env.cluster.own(&self.id, id);
+        }
     }
 
     fn change(&mut self, c: Change) -> FirstLook {
@@ -313,6 +332,10 @@ impl SessionActor {
     }
 }
 
+/// How long a request runs before it is recorded as running here (when
+/// replicas share a store), if it has not emitted or asked before.
+const OWN_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The longest `uri` `resources/subscribe` takes.
 const MAX_URI_BYTES: usize = 2048;
 
@@ -372,7 +395,9 @@ impl Handler<RequestDone> for SessionActor {
         let Some(req) = self.requests.remove(&id) else {
             return;
         };
-        self.env.cluster.disown(&self.id, &id);
+        if req.owned {
+            self.env.cluster.disown(&self.id, &id);
+        }
         let response = jsonrpc::outcome_bytes(&id, &msg.outcome);
         self.streams
             .request_ended(&req.stream, Some(response.into()));
@@ -386,6 +411,7 @@ impl Handler<Emit> for SessionActor {
     fn handle(&mut self, msg: Emit, ctx: &mut Context<Self>) -> Self::Result {
         // Nothing may follow a request's response (or its cancellation).
         self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        self.claim(msg.key);
         self.streams.send_interim(&msg.stream, &msg.message);
         self.drive(ctx);
         Ok(())
@@ -400,6 +426,7 @@ impl Handler<Log> for SessionActor {
         if msg.params.level < self.record.log_level.unwrap_or(LoggingLevel::Info) {
             return Ok(());
         }
+        self.claim(msg.key);
         let params = serde_json::to_value(&msg.params).unwrap_or(Value::Null);
         let message = jsonrpc::notification(m::NOTIFICATION_MESSAGE, params);
         self.streams.send_interim(&msg.stream, &message);
@@ -413,6 +440,7 @@ impl Handler<Ask> for SessionActor {
 
     fn handle(&mut self, msg: Ask, ctx: &mut Context<Self>) -> Self::Result {
         self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
+        self.claim(msg.key);
         self.next_outgoing_id += 1;
         let id = self.env.cluster.question_id(self.next_outgoing_id);
         let question = jsonrpc::request(&id, msg.method, msg.params);

@@ -76,6 +76,7 @@ mod server;
 mod shutdown;
 mod slow_clients;
 mod slow_reader;
+mod store_cost;
 mod stateless;
 mod tool_macro;
 mod tracing;

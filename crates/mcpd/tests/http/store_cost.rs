@@ -1,0 +1,111 @@
+//! What a call costs in Redis commands (issue #18), read from Redis's own
+//! `INFO commandstats` before and after a run of calls on the replica that
+//! holds the session.
+//!
+//! - A quick call answered in JSON costs no command at all: no ownership
+//!   record, no append, no TTL refresh of its own (the session's refresh is
+//!   one per interval, whatever the number of calls).
+//! - A call that streams progress appends each event once (`XADD` per
+//!   event), records its ownership once (`HSET`) and clears it once
+//!   (`HDEL`).
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use mcpd_testkit::{McpClient, TestCluster};
+use serde_json::json;
+
+use crate::*;
+
+fn commandstats(cl: &TestCluster) -> HashMap<String, u64> {
+    let out = Command::new("redis-cli")
+        .arg("-s")
+        .arg(cl.redis.socket())
+        .args(["INFO", "commandstats"])
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// Commands run between two readings, by name (zero counts left out).
+fn delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> HashMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+async fn session_on_replica_0(cl: &TestCluster) -> McpClient {
+    let mut c = McpClient::new(&cl.replica_url(0));
+    c.initialize().await;
+    // The first call may rebuild nothing, but let set-up traffic settle.
+    c.call("tools/call", call_params("echo", json!({"message":"warm"}), None))
+        .await;
+    c
+}
+
+#[tokio::test]
+async fn a_quick_json_call_costs_no_redis_command() {
+    let cl = TestCluster::start(env!("CARGO_BIN_EXE_mcpd"), 2, &[]);
+    let c = session_on_replica_0(&cl).await;
+    const N: u64 = 200;
+    let before = commandstats(&cl);
+    for i in 0..N {
+        let r = c
+            .request(
+                "tools/call",
+                call_params("echo", json!({"message": format!("m{i}")}), None),
+            )
+            .await;
+        assert_eq!(tool_text(&r.last()["result"]), format!("m{i}"));
+    }
+    let spent = delta(&before, &commandstats(&cl));
+    for per_call in ["hset", "hdel", "xadd", "get", "publish"] {
+        assert!(
+            !spent.contains_key(per_call),
+            "{per_call} ran during {N} quick calls: {spent:?}"
+        );
+    }
+    // What is left is periodic: heartbeats (`set`, every 2 s per replica)
+    // and the session's TTL refresh (`pexpire` + `exists`, once per
+    // interval) — far fewer than the calls.
+    let total: u64 = spent.values().sum();
+    assert!(total < N / 10, "{total} commands for {N} calls: {spent:?}");
+}
+
+#[tokio::test]
+async fn a_streaming_call_appends_each_event_once_and_records_its_owner_once() {
+    let cl = TestCluster::start(env!("CARGO_BIN_EXE_mcpd"), 2, &[]);
+    let c = session_on_replica_0(&cl).await;
+    const N: u64 = 20;
+    const STEPS: u64 = 3;
+    let before = commandstats(&cl);
+    for i in 0..N {
+        let r = c
+            .request(
+                "tools/call",
+                call_params(
+                    "countdown",
+                    json!({"steps": STEPS, "interval_ms": 1}),
+                    Some(json!(format!("t{i}"))),
+                ),
+            )
+            .await;
+        assert_eq!(tool_text(&r.last()["result"]), "done");
+    }
+    let spent = delta(&before, &commandstats(&cl));
+    // Per call: the stream's bookkeeping record, its priming event
+    // (2025-11-25), each progress event and the result.
+    let events = N * (2 + STEPS + 1);
+    assert_eq!(spent.get("xadd"), Some(&events), "{spent:?}");
+    assert_eq!(spent.get("hset"), Some(&N), "{spent:?}");
+    assert_eq!(spent.get("hdel"), Some(&N), "{spent:?}");
+}
