@@ -7,6 +7,7 @@
 //! URI), the arguments and the principal, so a state minted for one call
 //! cannot be replayed into another.
 
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -22,29 +23,49 @@ use mcpd_protocol::types::JsonObject;
 pub enum SealError {
     #[error("requestState is malformed")]
     Malformed,
-    #[error("requestState was sealed with an unknown key")]
-    UnknownKey,
+    #[error("requestState was sealed with key {0:?}, which this server does not have: it was sealed by another server that shares no key ring with this one (set the same stateless.state_keys on every replica, or use the Redis store, whose replicas share one), or the key was retired")]
+    UnknownKey(String),
     #[error("requestState failed verification: it was altered, or belongs to another request")]
     Forged,
     #[error("requestState has expired; start the request again without it")]
     Expired,
 }
 
-/// The named keys; the first seals, all open (so keys can rotate).
+impl SealError {
+    /// The metric label of the reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SealError::Malformed => "malformed",
+            SealError::UnknownKey(_) => "unknown_key",
+            SealError::Forged => "altered",
+            SealError::Expired => "expired",
+        }
+    }
+}
+
+/// The named keys; the first seals, all open (so keys can rotate). Clones
+/// share the keys: [`KeyRing::replace`] changes them for every holder.
 #[derive(Clone)]
 pub struct KeyRing {
-    keys: Vec<(String, ChaCha20Poly1305)>,
+    keys: Arc<RwLock<Vec<(String, ChaCha20Poly1305)>>>,
     ttl: Duration,
 }
 
 impl std::fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ids: Vec<&str> = self.keys.iter().map(|(id, _)| id.as_str()).collect();
+        let keys = self.read();
+        let ids: Vec<&str> = keys.iter().map(|(id, _)| id.as_str()).collect();
         f.debug_struct("KeyRing")
             .field("key_ids", &ids)
             .field("ttl", &self.ttl)
             .finish()
     }
+}
+
+fn ciphers(keys: Vec<(String, [u8; 32])>) -> Vec<(String, ChaCha20Poly1305)> {
+    keys.into_iter()
+        .map(|(id, k)| (id, ChaCha20Poly1305::new(Key::from_slice(&k))))
+        .collect()
 }
 
 #[derive(Serialize, Deserialize)]
@@ -65,25 +86,54 @@ fn now() -> u64 {
 impl KeyRing {
     /// A ring from `(id, 32-byte key)` pairs; the first seals.
     pub fn new(keys: Vec<(String, [u8; 32])>, ttl: Duration) -> Self {
-        let keys = keys
-            .into_iter()
-            .map(|(id, k)| (id, ChaCha20Poly1305::new(Key::from_slice(&k))))
-            .collect();
-        Self { keys, ttl }
+        Self {
+            keys: Arc::new(RwLock::new(ciphers(keys))),
+            ttl,
+        }
+    }
+
+    /// Replaces the keys (the first seals) for every clone of this ring;
+    /// an empty list changes nothing.
+    pub fn replace(&self, keys: Vec<(String, [u8; 32])>) {
+        if keys.is_empty() {
+            return;
+        }
+        let fresh = ciphers(keys);
+        *self.keys.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    }
+
+    /// The ids of the keys, the sealing one first.
+    pub fn key_ids(&self) -> Vec<String> {
+        self.read().iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// How long a sealed state lives.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// A fresh random key.
+    pub fn generate_key() -> [u8; 32] {
+        let key = ChaCha20Poly1305::generate_key(&mut OsRng);
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&key);
+        k
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<(String, ChaCha20Poly1305)>> {
+        self.keys.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A ring with one random key: fine for one replica; replicas that must
     /// accept each other's states need the same configured keys.
     pub fn random(ttl: Duration) -> Self {
-        let key = ChaCha20Poly1305::generate_key(&mut OsRng);
-        let mut k = [0u8; 32];
-        k.copy_from_slice(&key);
-        Self::new(vec![("local".into(), k)], ttl)
+        Self::new(vec![("local".into(), Self::generate_key())], ttl)
     }
 
     /// Seals `answers` for the request described by `binding`.
     pub fn seal(&self, answers: &JsonObject, binding: &str) -> String {
-        let (id, cipher) = &self.keys[0];
+        let keys = self.read();
+        let (id, cipher) = &keys[0];
         let body = serde_json::to_vec(&Sealed {
             answers: answers.clone(),
             exp: now() + self.ttl.as_secs(),
@@ -110,12 +160,12 @@ impl KeyRing {
         let (Some("v1"), Some(id), Some(data)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(SealError::Malformed);
         };
-        let cipher = self
-            .keys
+        let keys = self.read();
+        let cipher = keys
             .iter()
             .find(|(k, _)| k == id)
             .map(|(_, c)| c)
-            .ok_or(SealError::UnknownKey)?;
+            .ok_or_else(|| SealError::UnknownKey(id.to_owned()))?;
         let raw = URL_SAFE_NO_PAD
             .decode(data)
             .map_err(|_| SealError::Forged)?;
@@ -179,7 +229,7 @@ mod tests {
         assert!(b.seal(&answers(), "m").starts_with("v1.b."));
         assert_eq!(
             KeyRing::random(Duration::from_secs(1)).open(&t, "m"),
-            Err(SealError::UnknownKey)
+            Err(SealError::UnknownKey("b".into()))
         );
     }
 

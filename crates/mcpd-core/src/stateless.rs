@@ -294,10 +294,15 @@ impl Stateless {
     ) -> Result<JsonObject, ErrorObject> {
         let mut answers = match params.and_then(|p| p.get("requestState")) {
             None | Some(Value::Null) => JsonObject::new(),
-            Some(Value::String(s)) => self
-                .keys
-                .open(s, binding)
-                .map_err(|e| ErrorObject::invalid_params(format!("Invalid requestState: {e}")))?,
+            Some(Value::String(s)) => self.keys.open(s, binding).map_err(|e| {
+                self.server
+                    .metrics
+                    .request_state_refused
+                    .with_label_values(&[e.reason()])
+                    .inc();
+                tracing::warn!(reason = e.reason(), error = %e, "requestState refused");
+                ErrorObject::invalid_params(format!("Invalid requestState: {e}"))
+            })?,
             Some(_) => return Err(ErrorObject::invalid_params("requestState must be a string")),
         };
         match params.and_then(|p| p.get("inputResponses")) {

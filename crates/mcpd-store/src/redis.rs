@@ -30,6 +30,7 @@ mod bus;
 mod connection;
 mod directory;
 mod event_log;
+mod keys;
 
 pub use bus::RedisBus;
 

@@ -30,6 +30,7 @@ pub struct Metrics {
     pub requests_in_flight: IntGauge,
     pub sse_events: IntCounter,
     pub sse_resumptions: IntCounterVec,
+    pub request_state_refused: IntCounterVec,
     pub sse_replayed_events: IntCounter,
     pub event_log_append: HistogramVec,
     pub event_log_errors: IntCounterVec,
@@ -176,7 +177,8 @@ impl Metrics {
             rpc_duration: hv("mcpd_jsonrpc_request_duration_seconds", "Time from dispatch to outcome of JSON-RPC requests, by MCP method.", &["method"]),
             requests_in_flight: g("mcpd_requests_in_flight", "JSON-RPC requests being processed (request actors alive)."),
             sse_events: c("mcpd_sse_events_sent_total", "SSE events written to clients (after being logged)."),
-            sse_resumptions: cv("mcpd_sse_resumptions_total", "GET requests with Last-Event-ID, by result (ok, unknown, expired, unavailable).", &["result"]),
+            sse_resumptions: cv("mcpd_sse_resumptions_total", "GET requests with Last-Event-ID, by result (ok, unknown, expired, gap, unavailable).", &["result"]),
+            request_state_refused: cv("mcpd_request_state_refused_total", "MRTR requestState tokens refused, by reason (malformed, unknown_key, altered, expired).", &["reason"]),
             sse_replayed_events: c("mcpd_sse_replayed_events_total", "Events replayed to clients that resumed a stream."),
             event_log_append: hv("mcpd_event_log_append_seconds", "Latency of one event-log append batch (a flush), by backend.", &["backend"]),
             event_log_errors: cv("mcpd_event_log_errors_total", "Failed event-log operations, by backend.", &["backend"]),
@@ -214,8 +216,11 @@ impl Metrics {
         for kind in ["request", "session"] {
             m.rate_limited.with_label_values(&[kind]);
         }
-        for result in ["ok", "unknown", "expired", "unavailable"] {
+        for result in ["ok", "unknown", "expired", "gap", "unavailable"] {
             m.sse_resumptions.with_label_values(&[result]);
+        }
+        for reason in ["malformed", "unknown_key", "altered", "expired"] {
+            m.request_state_refused.with_label_values(&[reason]);
         }
         m
     }

@@ -237,10 +237,6 @@ pub struct TestCluster {
     path: String,
 }
 
-/// A fixed MRTR key ring shared by the replicas (so a stateless-era retry
-/// may land on any of them, as `stateless.state_keys` documents).
-const SHARED_STATE_KEY: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-
 impl TestCluster {
     /// `n` replicas of `bin` (pass `env!("CARGO_BIN_EXE_mcpd")`) with
     /// `--store redis --redis-url <url>` and `extra` flags, each logging at
@@ -264,10 +260,9 @@ impl TestCluster {
         let replicas: Vec<McpdProcess> = (0..n)
             .map(|i| {
                 let log = log_dir.0.join(format!("replica-{i}.log"));
-                let mut vars = vec![
-                    ("MCPD_LOG_LEVEL", "info"),
-                    ("MCPD_STATELESS_STATE_KEYS", SHARED_STATE_KEY),
-                ];
+                // No `stateless.state_keys`: the replicas share the MRTR
+                // key ring through Redis, as a new user's deployment does.
+                let mut vars = vec![("MCPD_LOG_LEVEL", "info")];
                 vars.extend_from_slice(env);
                 McpdProcess::start_with(bin, &args, &vars, Some(&log))
             })

@@ -339,6 +339,9 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         .chain(core.upstreams.iter().map(|(_, c)| c.node.sessions.clone()))
         .collect();
     stores.cluster.clone().start(Arc::new(Tables(tables)));
+    if let Some(redis) = &stores.shared_ring {
+        share_key_ring(redis.clone(), stores.keys.clone(), &config.stateless);
+    }
     Ok(core)
 }
 
@@ -349,12 +352,46 @@ struct Stores {
     directory: Arc<dyn SessionDirectory>,
     cluster: Arc<dyn Cluster>,
     keys: KeyRing,
+    /// Replicas with no configured `stateless.state_keys` share `keys`
+    /// through this store.
+    shared_ring: Option<Arc<RedisStore>>,
+}
+
+/// Keeps `ring` in step with the key ring the replicas share through
+/// `redis` (see `mcpd_store::redis` `keys`): now, then every tenth of a
+/// rotation period (at most every minute).
+fn share_key_ring(redis: Arc<RedisStore>, ring: KeyRing, cfg: &config::StatelessSection) {
+    let period = Duration::from_secs(cfg.state_key_rotation_secs.max(1));
+    let keep = period + ring.ttl();
+    let every = (period / 10).min(Duration::from_secs(60));
+    actix_rt::spawn(async move {
+        let mut failing = false;
+        loop {
+            let fresh = [KeyRing::generate_key(), KeyRing::generate_key()];
+            match redis.shared_state_keys(period, keep, fresh).await {
+                Ok(keys) => {
+                    if failing {
+                        tracing::info!("MRTR key ring read from Redis again");
+                    }
+                    failing = false;
+                    ring.replace(keys);
+                }
+                Err(e) if !failing => {
+                    failing = true;
+                    tracing::warn!(error = %e, "MRTR key ring not refreshed from Redis; keeping the keys known");
+                }
+                Err(_) => {}
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
 }
 
 impl Stores {
     fn open(config: &Config) -> std::io::Result<Self> {
         let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
         let replica = mcpd_core::new_replica_id();
+        let mut shared_ring = None;
         let (log, directory, bus): (
             Arc<dyn EventLog>,
             Arc<dyn SessionDirectory>,
@@ -371,6 +408,9 @@ impl Stores {
                 let ttl = Duration::from_secs(config.limits.session_idle_timeout_secs);
                 let store = RedisStore::new(config.store.redis(ttl), replica)
                     .map_err(|e| invalid(e.to_string()))?;
+                if config.stateless.state_keys.is_empty() {
+                    shared_ring = Some(store.clone());
+                }
                 (store.clone(), store.clone(), Arc::new(RedisBus(store)))
             }
         };
@@ -380,6 +420,7 @@ impl Stores {
             cluster: cluster::build(bus),
             // Built once: every endpoint opens what any replica sealed.
             keys: config.stateless.key_ring(),
+            shared_ring,
         })
     }
 }

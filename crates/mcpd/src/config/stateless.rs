@@ -20,11 +20,14 @@ pub struct StatelessSection {
     /// `cacheScope` on cacheable results: `public` or `private`.
     pub cache_scope: String,
     /// Keys that seal MRTR `requestState`; the first seals, all open.
-    /// Empty: one random key per process (fine for one replica; replicas
-    /// need the same keys).
+    /// Empty: with the Redis store, a key ring the replicas share through
+    /// it; with the memory store, one random key per process.
     pub state_keys: Vec<StateKey>,
     /// How long a `requestState` stays valid.
     pub state_ttl_secs: u64,
+    /// The shared key ring (Redis store, no `state_keys`) makes a new
+    /// sealing key this often.
+    pub state_key_rotation_secs: u64,
 }
 
 impl Default for StatelessSection {
@@ -34,6 +37,7 @@ impl Default for StatelessSection {
             cache_scope: "public".into(),
             state_keys: Vec::new(),
             state_ttl_secs: 600,
+            state_key_rotation_secs: 86_400,
         }
     }
 }

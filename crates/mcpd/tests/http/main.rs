@@ -76,8 +76,8 @@ mod server;
 mod shutdown;
 mod slow_clients;
 mod slow_reader;
-mod store_cost;
 mod stateless;
+mod store_cost;
 mod tool_macro;
 mod tracing;
 

@@ -444,8 +444,8 @@ async fn run_interop_client(
 /// TypeScript 2.x client with `versionNegotiation: auto` (`client2026.mjs
 /// modern`). Every request may land on another replica, so multi round-trip
 /// retries (elicitation, sampling) are opened by a replica that did not seal
-/// their `requestState`: the replicas share `stateless.state_keys`, as the
-/// architecture requires. One check cannot hold here and is tolerated with
+/// their `requestState`: with no `stateless.state_keys` configured, the
+/// replicas share the key ring kept in Redis. One check cannot hold here and is tolerated with
 /// its exact reason: `cancel` needs a `server_stats` call concurrent with
 /// the countdown to land on the countdown's replica (the counts are per
 /// process), and round robin sends it to the next one.

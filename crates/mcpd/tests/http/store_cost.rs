@@ -28,7 +28,12 @@ fn commandstats(cl: &TestCluster) -> HashMap<String, u64> {
         .lines()
         .filter_map(|l| {
             let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
             Some((name.to_owned(), calls))
         })
         .collect()
@@ -47,8 +52,11 @@ async fn session_on_replica_0(cl: &TestCluster) -> McpClient {
     let mut c = McpClient::new(&cl.replica_url(0));
     c.initialize().await;
     // The first call may rebuild nothing, but let set-up traffic settle.
-    c.call("tools/call", call_params("echo", json!({"message":"warm"}), None))
-        .await;
+    c.call(
+        "tools/call",
+        call_params("echo", json!({"message":"warm"}), None),
+    )
+    .await;
     c
 }
 
