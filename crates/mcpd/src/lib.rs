@@ -339,8 +339,16 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         .chain(core.upstreams.iter().map(|(_, c)| c.node.sessions.clone()))
         .collect();
     stores.cluster.clone().start(Arc::new(Tables(tables)));
-    if let Some(redis) = &stores.shared_ring {
-        share_key_ring(redis.clone(), stores.keys.clone(), &config.stateless);
+    if let Some(redis) = &stores.redis {
+        if config.stateless.state_keys.is_empty() {
+            share_key_ring(redis.clone(), stores.keys.clone(), &config.stateless);
+        }
+        let redis = redis.clone();
+        actix_rt::spawn(async move {
+            for warning in redis.deployment_warnings().await {
+                tracing::warn!("{warning}");
+            }
+        });
     }
     Ok(core)
 }
@@ -352,9 +360,9 @@ struct Stores {
     directory: Arc<dyn SessionDirectory>,
     cluster: Arc<dyn Cluster>,
     keys: KeyRing,
-    /// Replicas with no configured `stateless.state_keys` share `keys`
-    /// through this store.
-    shared_ring: Option<Arc<RedisStore>>,
+    /// The Redis store, when configured: replicas with no configured
+    /// `stateless.state_keys` share `keys` through it.
+    redis: Option<Arc<RedisStore>>,
 }
 
 /// Keeps `ring` in step with the key ring the replicas share through
@@ -391,7 +399,7 @@ impl Stores {
     fn open(config: &Config) -> std::io::Result<Self> {
         let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
         let replica = mcpd_core::new_replica_id();
-        let mut shared_ring = None;
+        let mut redis = None;
         let (log, directory, bus): (
             Arc<dyn EventLog>,
             Arc<dyn SessionDirectory>,
@@ -408,9 +416,7 @@ impl Stores {
                 let ttl = Duration::from_secs(config.limits.session_idle_timeout_secs);
                 let store = RedisStore::new(config.store.redis(ttl), replica)
                     .map_err(|e| invalid(e.to_string()))?;
-                if config.stateless.state_keys.is_empty() {
-                    shared_ring = Some(store.clone());
-                }
+                redis = Some(store.clone());
                 (store.clone(), store.clone(), Arc::new(RedisBus(store)))
             }
         };
@@ -420,7 +426,7 @@ impl Stores {
             cluster: cluster::build(bus),
             // Built once: every endpoint opens what any replica sealed.
             keys: config.stateless.key_ring(),
-            shared_ring,
+            redis,
         })
     }
 }

@@ -117,3 +117,31 @@ async fn a_streaming_call_appends_each_event_once_and_records_its_owner_once() {
     assert_eq!(spent.get("hset"), Some(&N), "{spent:?}");
     assert_eq!(spent.get("hdel"), Some(&N), "{spent:?}");
 }
+
+/// A Redis that keeps nothing across a restart is named at start, one
+/// line saying what to set; one with an append-only file is not.
+#[tokio::test]
+async fn a_redis_without_persistence_is_warned_about_at_start() {
+    use mcpd_testkit::RedisServer;
+    const WARNING: &str = "Redis keeps no data across a restart (appendonly no, save \"\")";
+    let volatile = TestCluster::start(env!("CARGO_BIN_EXE_mcpd"), 1, &[]);
+    let durable = TestCluster::start_on(
+        env!("CARGO_BIN_EXE_mcpd"),
+        1,
+        &[],
+        &[],
+        RedisServer::start_persistent(),
+    );
+    for _ in 0..50 {
+        if volatile.logs().contains(WARNING) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        volatile.logs().contains("set appendonly yes in Redis"),
+        "{}",
+        volatile.logs()
+    );
+    assert!(!durable.logs().contains(WARNING), "{}", durable.logs());
+}
