@@ -42,6 +42,37 @@ pub struct McpServer {
     /// Bytes queued on every SSE connection of this process
     /// (`limits.buffer_bytes_total`).
     pub buffers: Arc<mcpd_store::Budget>,
+    /// Catalogue parts still loading (aggregated upstreams): not ready
+    /// until none is.
+    pub warmup: Arc<Warmup>,
+}
+
+/// Parts of the catalogue still loading at start; readiness waits for them.
+#[derive(Debug, Default)]
+pub struct Warmup {
+    pending: std::sync::atomic::AtomicUsize,
+}
+
+impl Warmup {
+    /// One more part is loading.
+    pub fn begin(&self) {
+        self.pending
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// A part begun with [`Warmup::begin`] is loaded, or failed for good.
+    pub fn done(&self) {
+        let _ = self.pending.fetch_update(
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+            |n| n.checked_sub(1),
+        );
+    }
+
+    /// Parts still loading.
+    pub fn pending(&self) -> usize {
+        self.pending.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl McpServer {
@@ -53,6 +84,7 @@ impl McpServer {
             instructions: None,
             registry,
             buffers: mcpd_store::Budget::new(limits.buffer_bytes_total),
+            warmup: Arc::default(),
             limits,
             routes: Default::default(),
             forward_all: None,

@@ -266,12 +266,19 @@ impl Lifecycle {
         result
     }
 
-    /// Readiness for `/readyz`: not shutting down, and the stores answer.
+    /// Readiness for `/readyz`: not shutting down, every aggregated
+    /// upstream's catalogue loaded once (or failed for good), and the
+    /// stores answer.
     /// Keeps the `mcpd_ready` and `mcpd_store_up` gauges current.
     pub async fn readiness(&self) -> Result<(), String> {
         let store = self.check_stores().await;
+        let loading = self.server.warmup.pending();
         let result = if self.is_shutting_down() {
             Err("shutting down".to_string())
+        } else if loading > 0 {
+            Err(format!(
+                "loading the catalogue of {loading} aggregated upstream(s)"
+            ))
         } else {
             store.map_err(|e| e.to_string())
         };

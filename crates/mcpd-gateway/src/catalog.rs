@@ -37,6 +37,25 @@ struct Catalog {
     refreshing: tokio::sync::Mutex<()>,
     /// A refresh is wanted (a burst of announcements makes one refresh).
     wanted: std::sync::atomic::AtomicBool,
+    /// Not loaded once yet: the server is not ready (see `Warmup`).
+    warming: std::sync::atomic::AtomicBool,
+}
+
+/// How long readiness waits for an upstream's first catalogue before it
+/// gives up on it (logged) and serves without it.
+const FIRST_LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Catalog {
+    /// The first load is over (loaded, or given up): readiness stops
+    /// waiting for this upstream.
+    fn warmed(&self) {
+        use std::sync::atomic::Ordering;
+        if self.warming.swap(false, Ordering::AcqRel) {
+            if let Some(server) = self.server.upgrade() {
+                server.warmup.done();
+            }
+        }
+    }
 }
 
 /// Adds `up`'s catalogue to `server`'s, prefixed `{id}{separator}`, and
@@ -49,6 +68,21 @@ pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
         lists: RwLock::default(),
         refreshing: tokio::sync::Mutex::new(()),
         wanted: Default::default(),
+        warming: std::sync::atomic::AtomicBool::new(true),
+    });
+    server.warmup.begin();
+    let waiting = Arc::downgrade(&cat);
+    actix::spawn(async move {
+        tokio::time::sleep(FIRST_LOAD_WAIT).await;
+        if let Some(cat) = waiting.upgrade() {
+            if cat.warming.load(std::sync::atomic::Ordering::Acquire) {
+                tracing::warn!(
+                    upstream = cat.up.id(),
+                    "the upstream's catalogue did not load within {FIRST_LOAD_WAIT:?}; ready without it (it is added when it loads)"
+                );
+                cat.warmed();
+            }
+        }
     });
     server.registry.add_prompts(Arc::new(Prompts(cat.clone())));
     server
@@ -87,12 +121,13 @@ fn spawn_refresh(cat: Arc<Catalog>) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let _one = cat.refreshing.lock().await;
         cat.wanted.store(false, Ordering::Release);
-        if let Err(e) = cat.refresh().await {
-            tracing::warn!(
+        match cat.refresh().await {
+            Ok(()) => cat.warmed(),
+            Err(e) => tracing::warn!(
                 upstream = cat.up.id(),
                 "could not read the upstream's lists: {}",
                 e.message
-            );
+            ),
         }
     });
 }

@@ -404,3 +404,38 @@ async fn upstream_scopes_guard_every_way_in() {
     direct.http = bearer("up:inner");
     direct.initialize().await;
 }
+
+/// Readiness waits for the aggregated catalogue (#18): with a stdio
+/// upstream that takes a second to start, `/readyz` says what it waits for
+/// until the upstream's tools are loaded, and a client connecting the
+/// moment it turns 200 sees them in its first `tools/list`.
+#[tokio::test]
+async fn readyz_turns_200_only_once_the_aggregated_catalogue_is_loaded() {
+    let script = format!("sleep 1; exec {} --stdio", env!("CARGO_BIN_EXE_mcpd"));
+    let mut up = UpstreamConfig::stdio("slow", "sh", &["-c", &script]);
+    up.env.insert("MCPD_LOG_LEVEL".into(), "warn".into());
+    let s = gateway(vec![up]);
+    let root = s.url.trim_end_matches("/mcp").to_owned();
+    let first = reqwest::get(format!("{root}/readyz")).await.unwrap();
+    assert_eq!(first.status(), 503);
+    let body = first.text().await.unwrap();
+    assert!(body.contains("loading the catalogue of 1 aggregated upstream"), "{body}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reqwest::get(format!("{root}/readyz")).await.unwrap().status() != 200 {
+        assert!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut c = s.client();
+    c.initialize().await;
+    let tools = c.call("tools/list", json!({})).await;
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("slow")),
+        "the upstream's tools are listed at once: {names:?}"
+    );
+}
