@@ -229,7 +229,7 @@ mod tests {
         assert!(b.seal(&answers(), "m").starts_with("v1.b."));
         assert_eq!(
             KeyRing::random(Duration::from_secs(1)).open(&t, "m"),
-            Err(SealError::UnknownKey("b".into()))
+            Err(SealError::UnknownKey("a".into()))
         );
     }
 
