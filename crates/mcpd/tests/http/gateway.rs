@@ -419,9 +419,17 @@ async fn readyz_turns_200_only_once_the_aggregated_catalogue_is_loaded() {
     let first = reqwest::get(format!("{root}/readyz")).await.unwrap();
     assert_eq!(first.status(), 503);
     let body = first.text().await.unwrap();
-    assert!(body.contains("loading the catalogue of 1 aggregated upstream"), "{body}");
+    assert!(
+        body.contains("loading the catalogue of 1 aggregated upstream"),
+        "{body}"
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
-    while reqwest::get(format!("{root}/readyz")).await.unwrap().status() != 200 {
+    while reqwest::get(format!("{root}/readyz"))
+        .await
+        .unwrap()
+        .status()
+        != 200
+    {
         assert!(Instant::now() < deadline, "never ready");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
