@@ -51,6 +51,37 @@ impl Nginx {
         })
     }
 
+    /// Round robin over `upstreams`, no affinity, unbuffered (what a
+    /// deployment of mcpd replicas behind one balancer looks like). A
+    /// request to a replica that is down goes to the next. The access log
+    /// names the upstream of every request ([`Nginx::upstreams_hit`]).
+    pub fn start_round_robin(upstreams: &[SocketAddr]) -> Self {
+        let servers: String = upstreams
+            .iter()
+            .map(|u| format!("        server {u} max_fails=0;\n"))
+            .collect();
+        let directives = format!(
+            "{HTTP11}\n            proxy_buffering off;\n            proxy_read_timeout 300s;\n            proxy_next_upstream error timeout http_502 non_idempotent;"
+        );
+        Self::launch(|_, listen| {
+            format!(
+                "    log_format upstream '$upstream_addr';\n    upstream mcpd {{\n{servers}    }}\n"
+            ) + &server(&listen.to_string(), "http://mcpd", &directives).replace(
+                "location / {",
+                "access_log upstream.log upstream;\n        location / {",
+            )
+        })
+    }
+
+    /// The upstream of each request so far, in order (round robin only).
+    pub fn upstreams_hit(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.0.join("upstream.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Two hops: the public server reaches `upstream` through a second
     /// server on a unix socket, with nginx's default HTTP/1.0 and
     /// `directives`. The inner hop (HTTP/1.1 to the upstream, unbuffered)

@@ -1425,3 +1425,140 @@ async fn a_delete_on_one_replica_ends_the_session_on_all_at_once() {
         late.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------
+// a real load balancer: nginx, round robin, no affinity (#18)
+// ---------------------------------------------------------------------------
+
+/// Three replicas on one Redis, no `stateless.state_keys`, behind nginx
+/// (round robin, no affinity, `proxy_buffering off`): the official
+/// TypeScript and Python SDK clients run their flows through it in both
+/// eras — TypeScript 1.x and 2.x and Python in the session era, TypeScript
+/// 2.x and Python in the stateless era with MRTR elicitation and sampling,
+/// whose retries land on replicas that did not seal their `requestState`.
+/// Every TypeScript client's requests reached every replica.
+#[tokio::test]
+async fn official_sdk_clients_run_both_eras_through_nginx_round_robin() {
+    let work = interop_workdir();
+    let cl = cluster();
+    let replicas: Vec<std::net::SocketAddr> = cl
+        .replicas
+        .iter()
+        .map(|r| format!("127.0.0.1:{}", r.port).parse().unwrap())
+        .collect();
+    let nginx = mcpd_testkit::Nginx::start_round_robin(&replicas);
+    let url = nginx.url("/mcp");
+    let session_checks: &[&str] = &[
+        "initialize",
+        "tools_list",
+        "echo",
+        "countdown_progress",
+        "elicitation",
+        "sampling",
+        "big_payload",
+        "resource_subscribe",
+        "prompts_get",
+        "completion",
+        "delete_session",
+    ];
+    let stateless_checks: &[&str] = &[
+        "discover",
+        "tools_list",
+        "echo",
+        "countdown_progress",
+        "elicitation_mrtr",
+        "sampling_mrtr",
+        "big_payload",
+        "resources_read",
+        "prompts_get",
+        "completion",
+    ];
+    let mut failures = Vec::new();
+    for (prefix, args, checks) in [
+        ("ts:", vec!["client.mjs", url.as_str()], session_checks),
+        (
+            "ts2:legacy:",
+            vec!["client2026.mjs", url.as_str(), "legacy"],
+            session_checks,
+        ),
+        (
+            "ts2026:",
+            vec!["client2026.mjs", url.as_str(), "modern"],
+            stateless_checks,
+        ),
+    ] {
+        let before = nginx.upstreams_hit().len();
+        let (status, out, err) = run_node(&work.0, &args, &[]).await;
+        eprintln!("--- node {args:?}\n{out}");
+        let missing: Vec<&str> = checks
+            .iter()
+            .copied()
+            .filter(|c| {
+                !out.lines()
+                    .any(|l| l.starts_with(&format!("PASS {prefix}{c}")))
+            })
+            .collect();
+        // `cancel` needs its concurrent `server_stats` on the countdown's
+        // replica (counts are per process): round robin cannot promise it.
+        let fails: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("FAIL ") && !l.starts_with(&format!("FAIL {prefix}cancel")))
+            .collect();
+        let hits = nginx.upstreams_hit();
+        let per: Vec<usize> = replicas
+            .iter()
+            .map(|r| {
+                hits[before..]
+                    .iter()
+                    .filter(|h| h.contains(&r.to_string()))
+                    .count()
+            })
+            .collect();
+        if !fails.is_empty() || !missing.is_empty() || per.iter().any(|&n| n < 3) {
+            failures.push(format!(
+                "node {args:?}: exit {status:?}; failed {fails:?}; not passed {missing:?}; requests per replica {per:?}\nstderr: {}",
+                err.chars().take(2000).collect::<String>()
+            ));
+        }
+    }
+    // The official Python SDK (PyPI `mcp`), both eras.
+    let python = crate::sdk_resume::interop_python();
+    let script = format!(
+        "{}/../../tests/interop/client.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for (prefix, era) in [("py2026:", "modern"), ("py:legacy:", "legacy")] {
+        let before = nginx.upstreams_hit().len();
+        let out = tokio::process::Command::new(&python)
+            .args([script.as_str(), url.as_str(), era])
+            .output()
+            .await
+            .expect("python runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        eprintln!("--- python client.py {era}\n{text}");
+        let passed: Vec<&str> = text.lines().filter(|l| l.starts_with("PASS ")).collect();
+        let fails: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("FAIL ") && !l.starts_with(&format!("FAIL {prefix}cancel")))
+            .collect();
+        let asked = ["elicitation", "sampling"]
+            .iter()
+            .all(|w| passed.iter().any(|l| l.contains(w)));
+        let spread = nginx.upstreams_hit().len() - before;
+        if !fails.is_empty() || !asked || passed.len() < 8 || spread < 9 {
+            failures.push(format!(
+                "python client.py {era}: exit {:?}; failed {fails:?}; {} passed (elicitation and sampling among them: {asked}); {spread} requests\nstderr: {}",
+                out.status.code(),
+                passed.len(),
+                String::from_utf8_lossy(&out.stderr).chars().take(2000).collect::<String>()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n{}\n{}",
+        failures.join("\n"),
+        nginx.log(),
+        cl.logs_tail(8000)
+    );
+}

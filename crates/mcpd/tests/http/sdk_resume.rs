@@ -12,7 +12,7 @@ use mcpd_testkit::{McpdProcess, RedisServer};
 
 /// The interop venv's python with `mcp` installed; fails (never skips) when
 /// it is missing.
-fn interop_python() -> PathBuf {
+pub(crate) fn interop_python() -> PathBuf {
     let cache =
         std::env::var("MCPD_INTEROP_CACHE").unwrap_or_else(|_| "/tmp/mcpd-interop-cache".into());
     let python = PathBuf::from(&cache).join("venv/bin/python");
