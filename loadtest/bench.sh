@@ -6,7 +6,7 @@
 #                     [--no-build] [--out FILE]
 #
 # Builds mcpd and mcpd-loadtest (release) and the peers
-# (loadtest/peers/build.sh: rmcp, TypeScript SDK, bare actix-web, in
+# (loadtest/peers/build.sh: rmcp, tower-mcp, TypeScript SDK, bare actix-web, in
 # /tmp/mcpd-peers), then runs, N times over (interleaved, so drift on a
 # shared machine hits every server alike), each server on a fresh process
 # pinned to core 0 and the load generator pinned to core 1:
@@ -15,7 +15,7 @@
 #             session limits are lifted: MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0,
 #             MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=10000),
 #             mcpd with the Redis store (redis-server on core 1, unix socket),
-#             rmcp, ts-sdk, actix-bare
+#             rmcp, tower-mcp, ts-sdk, actix-bare
 #   scenarios calls: echo, 32 sessions x 1 worker = 32 calls in flight (every server);
 #             calls answered as SSE (countdown, 1 progress event; mcpd);
 #             sessions: 32 workers (every server);
@@ -86,6 +86,7 @@ start() {
                   --store redis --redis-url "$REDIS_URL" >"$out" 2>"$err" & ;;
     mcpd-lowfd) (ulimit -Sn 1024; MCPD_SERVER_WORKERS=1 exec taskset -c 0 $MCPD --listen 127.0.0.1:0) >"$out" 2>"$err" & ;;
     rmcp) port=$(free_port); taskset -c 0 "$PEERS_DIR/rmcp-echo/target/release/rmcp-echo" "$port" >"$out" 2>"$err" & ;;
+    tower-mcp) port=$(free_port); taskset -c 0 "$PEERS_DIR/tower-mcp-echo/target/release/tower-mcp-echo" "$port" >"$out" 2>"$err" & ;;
     ts-sdk) port=$(free_port); taskset -c 0 node "$PEERS_DIR/ts-sdk/server.mjs" "$port" >"$out" 2>"$err" & ;;
     actix-bare) port=$(free_port); taskset -c 0 "$PEERS_DIR/actix-bare/target/release/actix-bare" "$port" >"$out" 2>"$err" & ;;
   esac
@@ -135,7 +136,7 @@ run_one() {
 }
 
 for run in $(seq "$RUNS"); do
-  for server in mcpd mcpd-redis rmcp ts-sdk actix-bare; do
+  for server in mcpd mcpd-redis rmcp tower-mcp ts-sdk actix-bare; do
     run_one $server calls-echo "$run" "${CALLS[@]}"
     case $server in mcpd*) run_one $server calls-sse "$run" "${CALLS[@]}" "${SSE[@]}" ;; esac
     run_one $server sessions "$run" "${SESSIONS[@]}"
@@ -187,6 +188,7 @@ T1=$(date +%s)
   echo "node=$(node --version)"
   echo "redis=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
   echo "rmcp=$(sed -n 's/^rmcp = { version = "=\([^"]*\)".*/\1/p' loadtest/peers/rmcp-echo/Cargo.toml)"
+  echo "tower_mcp=$(sed -n 's/^tower-mcp = { version = "=\([^"]*\)".*/\1/p' loadtest/peers/tower-mcp-echo/Cargo.toml)"
   echo "ts_sdk=$(sed -n 's/.*"@modelcontextprotocol\/sdk": "\([^"]*\)".*/\1/p' loadtest/peers/ts-sdk/package.json)"
   echo "actix=$(sed -n 's/^actix-web = { version = "=\([^"]*\)".*/\1/p' loadtest/peers/actix-bare/Cargo.toml)"
   echo "load_avg=$LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"

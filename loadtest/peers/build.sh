@@ -4,6 +4,8 @@
 # workspace:
 #   rmcp-echo   the Rust SDK (rmcp 3.9.0, stateful LocalSessionManager, axum,
 #               TCP_NODELAY, single-threaded tokio)     -> rmcp-echo/target/release/rmcp-echo
+#   tower-mcp-echo  tower-mcp 0.25.0 (`http` feature, its defaults, TCP_NODELAY,
+#               single-threaded tokio)                  -> tower-mcp-echo/target/release/tower-mcp-echo
 #   ts-sdk      the TypeScript SDK (@modelcontextprotocol/sdk 1.32.2, stateful,
 #               node:http)                              -> node ts-sdk/server.mjs
 #   actix-bare  actix-web 4.18.1, one worker, parse JSON + fixed answer (the
@@ -17,7 +19,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-${PEERS_DIR:-/tmp/mcpd-peers}}
 mkdir -p "$OUT"
-for p in rmcp-echo actix-bare; do
+for p in rmcp-echo tower-mcp-echo actix-bare; do
   mkdir -p "$OUT/$p/src"
   cp -u "$SRC/$p/Cargo.toml" "$OUT/$p/Cargo.toml"
   cp -u "$SRC/$p/src/main.rs" "$OUT/$p/src/main.rs"
