@@ -343,6 +343,9 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         if config.stateless.state_keys.is_empty() {
             share_key_ring(redis.clone(), stores.keys.clone(), &config.stateless);
         }
+        for warning in replica_warnings(config) {
+            tracing::warn!("{warning}");
+        }
         let redis = redis.clone();
         actix_rt::spawn(async move {
             for warning in redis.deployment_warnings().await {
@@ -363,6 +366,19 @@ struct Stores {
     /// The Redis store, when configured: replicas with no configured
     /// `stateless.state_keys` share `keys` through it.
     redis: Option<Arc<RedisStore>>,
+}
+
+/// What a deployment of several replicas (the Redis store) needs and this
+/// configuration lacks, one line each naming the key to set.
+fn replica_warnings(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if config.rate_limit.client_ip_header.is_empty() {
+        out.push("replicas behind a load balancer see its address as every client's: per-client limits (rate_limit.*, limits.max_sessions_per_client) then apply to all clients together; set rate_limit.client_ip_header (e.g. X-Forwarded-For) to the header your balancer sets".to_owned());
+    }
+    if config.server.shutdown_grace_secs == 0 {
+        out.push("server.shutdown_grace_secs = 0: a replica stopping (a rolling update) fails its running requests at once; give them time to finish".to_owned());
+    }
+    out
 }
 
 /// Keeps `ring` in step with the key ring the replicas share through

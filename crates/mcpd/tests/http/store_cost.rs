@@ -119,7 +119,8 @@ async fn a_streaming_call_appends_each_event_once_and_records_its_owner_once() {
 }
 
 /// A Redis that keeps nothing across a restart is named at start, one
-/// line saying what to set; one with an append-only file is not.
+/// line saying what to set; one with an append-only file is not. So is a
+/// missing `rate_limit.client_ip_header`.
 #[tokio::test]
 async fn a_redis_without_persistence_is_warned_about_at_start() {
     use mcpd_testkit::RedisServer;
@@ -144,4 +145,11 @@ async fn a_redis_without_persistence_is_warned_about_at_start() {
         volatile.logs()
     );
     assert!(!durable.logs().contains(WARNING), "{}", durable.logs());
+    // Behind a balancer every client has its address unless mcpd is told
+    // where to find the client's.
+    assert!(
+        volatile.logs().contains("set rate_limit.client_ip_header"),
+        "{}",
+        volatile.logs()
+    );
 }
