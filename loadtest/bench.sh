@@ -54,8 +54,8 @@ if [ $BUILD = 1 ]; then
   cargo build --release -q -p mcpd -p mcpd-loadtest
   loadtest/peers/build.sh "$PEERS_DIR" >/dev/null
 fi
-LT=target/release/mcpd-loadtest
-MCPD=target/release/mcpd
+LT=${CARGO_TARGET_DIR:-target}/release/mcpd-loadtest
+MCPD=${CARGO_TARGET_DIR:-target}/release/mcpd
 # What was built (others may commit while the bench runs).
 MCPD_REV="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.toml Cargo.lock || echo ' with uncommitted changes in crates/'), built $(date -u -r $MCPD +%H:%M) UTC"
 WORK=$(mktemp -d /tmp/mcpd-bench.XXXXXX)
