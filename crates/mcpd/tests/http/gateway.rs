@@ -436,12 +436,7 @@ async fn readyz_turns_200_only_once_the_aggregated_catalogue_is_loaded() {
     let mut c = s.client();
     c.initialize().await;
     let tools = c.call("tools/list", json!({})).await;
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = tool_names(&tools);
     assert!(
         names.iter().any(|n| n.starts_with("slow")),
         "the upstream's tools are listed at once: {names:?}"

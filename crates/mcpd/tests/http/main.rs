@@ -167,6 +167,14 @@ pub fn error_code(msg: &Value) -> i64 {
         .unwrap_or_else(|| panic!("no error code in {msg}"))
 }
 
+/// The names in a `tools/list` result.
+pub fn tool_names(list: &Value) -> Vec<&str> {
+    list["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// The text of the first content block of a `CallToolResult`.
 #[track_caller]
 pub fn tool_text(result: &Value) -> String {
