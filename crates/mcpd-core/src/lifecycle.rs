@@ -4,7 +4,6 @@
 //! (negotiation, the session cap, the directory record) with one error
 //! mapping, readiness, and shutdown.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mcpd_protocol::jsonrpc::{self, Message};
@@ -143,8 +142,6 @@ pub struct Lifecycle {
     log: Arc<dyn EventLog>,
     directory: Arc<dyn SessionDirectory>,
     cluster: Arc<dyn Cluster>,
-    /// Set on SIGTERM: readiness fails and new sessions are refused.
-    shutting_down: AtomicBool,
 }
 
 impl Lifecycle {
@@ -161,7 +158,6 @@ impl Lifecycle {
             log,
             directory,
             cluster,
-            shutting_down: AtomicBool::new(false),
         }
     }
 
@@ -250,13 +246,15 @@ impl Lifecycle {
     /// Starts shutting down: readiness fails from now on and `initialize`
     /// is refused, so load balancers send new sessions elsewhere.
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::Release);
         self.sessions.begin_shutdown();
         self.server.metrics.ready.set(0);
     }
 
+    /// Set on SIGTERM (kept by the session table, which stops answering
+    /// for sessions it no longer holds): readiness fails and new sessions
+    /// are refused.
     pub fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::Acquire)
+        self.sessions.is_stopping()
     }
 
     /// The stores answer (keeps `mcpd_store_up` current).

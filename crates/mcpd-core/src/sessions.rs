@@ -7,7 +7,7 @@ mod handle;
 mod inbox;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -35,7 +35,7 @@ pub struct SessionTable {
     clients: DashMap<Arc<str>, Arc<ClientSlot>, foldhash::fast::RandomState>,
     /// The process is stopping: a session missing here may have been
     /// dropped with its requests unfinished.
-    stopping: std::sync::atomic::AtomicBool,
+    stopping: AtomicBool,
 }
 
 impl SessionTable {
@@ -100,9 +100,10 @@ impl SessionTable {
     /// One more session of the client `key`.
     fn join(&self, key: &str) -> Arc<ClientSlot> {
         let limit = self.env.server.limits.buffer_bytes_per_client;
-        let slot = self.clients.entry(Arc::from(key)).or_insert_with(|| {
+        let key: Arc<str> = Arc::from(key);
+        let slot = self.clients.entry(key.clone()).or_insert_with(|| {
             Arc::new(ClientSlot {
-                key: Arc::from(key),
+                key,
                 sessions: AtomicUsize::new(0),
                 buffers: Budget::new(limit),
             })
@@ -152,24 +153,21 @@ impl SessionTable {
         self.env.server.metrics.sessions_evicted.inc();
         if self.terminate(&id).await.is_err() {
             // The store is away: the record expires by its TTL, the actor goes now.
-            if let Some(h) = self.forget(&id) {
-                h.terminate();
-            }
+            self.drop_local(&id);
         }
         true
     }
 
-    /// The session held by this process, if any.
     /// The process is stopping (SIGTERM).
     pub fn begin_shutdown(&self) {
-        self.stopping
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.stopping.store(true, Ordering::Release);
     }
 
     pub(crate) fn is_stopping(&self) -> bool {
-        self.stopping.load(std::sync::atomic::Ordering::Acquire)
+        self.stopping.load(Ordering::Acquire)
     }
 
+    /// The session held by this process, if any.
     pub fn get(&self, id: &str) -> Option<SessionHandle> {
         self.sessions.get(id).map(|e| e.value().clone())
     }

@@ -161,7 +161,7 @@ impl Batch {
                     if !is_connection(stream) =>
                 {
                     Some(NewEvent {
-                        stream: stream.to_string(),
+                        stream: stream.clone(),
                         seq: *seq,
                         data: data.clone(),
                     })

@@ -138,7 +138,7 @@ impl HttpError {
     /// for bad params, 429 at the client's session cap, else 503.
     pub fn from_initialize(e: InitializeError, id: &RequestId) -> Self {
         match e {
-            InitializeError::InvalidParams(_) | InitializeError::Upstream(_) => Self::Rpc {
+            e if !e.is_unavailable() => Self::Rpc {
                 status: StatusCode::OK,
                 id: Some(id.clone()),
                 error: e.to_error(),

@@ -13,7 +13,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use dashmap::DashMap;
-use mcpd_core::lifecycle::{self, Admission, InitializeError, LifecycleError};
+use mcpd_core::lifecycle::{self, Admission, LifecycleError};
 use mcpd_core::{Node, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::ErrorObject;
@@ -251,9 +251,7 @@ async fn initialize(
             });
             return Ok(());
         }
-        Err(e @ (InitializeError::InvalidParams(_) | InitializeError::Upstream(_))) => {
-            jsonrpc::error_response(Some(&r.id), &e.to_error())
-        }
+        Err(e) if !e.is_unavailable() => jsonrpc::error_response(Some(&r.id), &e.to_error()),
         Err(e) => return Err(HttpError::from_initialize(e, &r.id)),
     };
     let _ = conn

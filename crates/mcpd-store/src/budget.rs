@@ -25,10 +25,6 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Holds `n` more bytes if that stays within the limit.
     fn try_take(&self, n: usize) -> bool {
         let before = self.used.fetch_add(n, Ordering::Relaxed);

@@ -58,7 +58,7 @@ pub enum StoreError {
 /// while the log was unavailable leave a hole a resumption can see.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEvent {
-    pub stream: String,
+    pub stream: std::sync::Arc<str>,
     pub seq: Option<u64>,
     pub data: Bytes,
 }
@@ -68,7 +68,17 @@ pub struct NewEvent {
 pub trait EventLog: Send + Sync + 'static {
     /// Stores `data` as the next event of `stream` and returns its sequence
     /// number (1 for the first event of a stream).
-    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError>;
+    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
+        let event = NewEvent {
+            stream: stream.into(),
+            seq: None,
+            data,
+        };
+        self.append_batch(session, std::slice::from_ref(&event))
+            .await?
+            .pop()
+            .ok_or_else(|| StoreError::Unavailable("the append returned no sequence number".into()))
+    }
 
     /// Appends several events in order, in one round trip where the backend
     /// allows (group commit). Returns their sequence numbers. Appending a
@@ -77,7 +87,7 @@ pub trait EventLog: Send + Sync + 'static {
     async fn append_batch(
         &self,
         session: &str,
-        events: Vec<NewEvent>,
+        events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError>;
 
     /// Every event of `stream` after sequence number `after`, oldest first.

@@ -134,20 +134,22 @@ impl MemoryEventLog {
         self.total.load(Ordering::Relaxed)
     }
 
-    fn added(&self, entry: &mut Entry, n: usize) {
-        entry.bytes += n;
-        if let Some(c) = &entry.client {
-            c.bytes.fetch_add(n, Ordering::Relaxed);
-        }
-        self.total.fetch_add(n, Ordering::Relaxed);
+    fn freed(&self, entry: &mut Entry, n: usize) {
+        self.adjust(entry, 0, n);
     }
 
-    fn freed(&self, entry: &mut Entry, n: usize) {
-        entry.bytes -= n;
-        if let Some(c) = &entry.client {
-            c.bytes.fetch_sub(n, Ordering::Relaxed);
+    /// `added` bytes more and `freed` fewer in `entry`, its client's and
+    /// the process's counts: one update of each shared counter.
+    fn adjust(&self, entry: &mut Entry, added: usize, freed: usize) {
+        entry.bytes = entry.bytes + added - freed;
+        let counters = entry.client.iter().map(|c| &c.bytes).chain([&self.total]);
+        for c in counters {
+            match added.cmp(&freed) {
+                std::cmp::Ordering::Greater => c.fetch_add(added - freed, Ordering::Relaxed),
+                std::cmp::Ordering::Less => c.fetch_sub(freed - added, Ordering::Relaxed),
+                std::cmp::Ordering::Equal => 0,
+            };
         }
-        self.total.fetch_sub(n, Ordering::Relaxed);
     }
 
     /// Appends within the session's own lock, trimming the stream and the
@@ -175,7 +177,6 @@ impl MemoryEventLog {
                 freed += entry.streams.remove(&oldest).map_or(0, |s| s.bytes);
             }
         }
-        self.freed(entry, freed);
         let n = data.len();
         let s = entry
             .streams
@@ -191,12 +192,10 @@ impl MemoryEventLog {
         s.bytes += n;
         s.events.push_back(StoredEvent { seq: s.last, data });
         let seq = s.last;
-        let mut freed = 0;
         while s.events.len() > r.max_events_per_stream || s.bytes > r.max_bytes_per_stream {
             freed += s.pop();
         }
-        self.added(entry, n);
-        self.freed(entry, freed);
+        self.adjust(entry, n, freed);
         while entry.bytes > r.max_bytes_per_session {
             let Some(s) = entry
                 .streams
@@ -262,26 +261,17 @@ impl Default for MemoryEventLog {
 
 #[async_trait]
 impl EventLog for MemoryEventLog {
-    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
-        let event = NewEvent {
-            stream: stream.to_owned(),
-            seq: None,
-            data,
-        };
-        Ok(self.append_batch(session, vec![event]).await?[0])
-    }
-
     async fn append_batch(
         &self,
         session: &str,
-        events: Vec<NewEvent>,
+        events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
         let entry = self.session(session, true).expect("created");
         let (seqs, client) = {
             let mut e = lock(&entry);
             let seqs = events
-                .into_iter()
-                .map(|ev| self.append_locked(&mut e, &ev.stream, ev.seq, ev.data))
+                .iter()
+                .map(|ev| self.append_locked(&mut e, &ev.stream, ev.seq, ev.data.clone()))
                 .collect();
             (seqs, e.client.clone())
         };

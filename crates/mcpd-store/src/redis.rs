@@ -14,11 +14,12 @@
 //! with [`StoreError::Unavailable`] quickly, never hang; the connection is
 //! re-established by itself when Redis returns.
 //!
-//! Layout: this file holds the configuration, the store and its key names;
-//! `connection` reaches Redis (single node, sentinel or cluster) and bounds
-//! every call; `event_log` and `directory` implement
-//! [`EventLog`](crate::EventLog) and [`SessionDirectory`](crate::SessionDirectory);
-//! `bus` is the control bus and stream ownership.
+//! Layout: this file holds the configuration, the store, its key names and
+//! what in Redis's own configuration hurts a deployment; `connection`
+//! reaches Redis (single node, sentinel or cluster) and bounds every call;
+//! `event_log` and `directory` implement [`EventLog`](crate::EventLog) and
+//! [`SessionDirectory`](crate::SessionDirectory); `bus` is the control bus
+//! and stream ownership; `keys` the MRTR key ring shared by replicas.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
@@ -123,4 +124,33 @@ impl RedisStore {
 
 fn millis(d: Duration) -> u64 {
     d.as_millis().try_into().unwrap_or(u64::MAX).max(1)
+}
+
+impl RedisStore {
+    /// What in this Redis's configuration hurts a deployment of several
+    /// replicas, one line each naming the setting (empty when `CONFIG` is
+    /// not allowed, as on some managed services).
+    pub async fn deployment_warnings(&self) -> Vec<String> {
+        let mut p = redis::pipe();
+        p.cmd("CONFIG").arg("GET").arg("appendonly");
+        p.cmd("CONFIG").arg("GET").arg("save");
+        p.cmd("CONFIG").arg("GET").arg("maxmemory-policy");
+        type Pairs = Vec<(String, String)>;
+        let Ok((aof, save, policy)): Result<(Pairs, Pairs, Pairs), _> = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await
+        else {
+            return Vec::new();
+        };
+        let value = |v: &Pairs| v.first().map(|(_, v)| v.clone()).unwrap_or_default();
+        let mut out = Vec::new();
+        if value(&aof) == "no" && value(&save).trim().is_empty() {
+            out.push("Redis keeps no data across a restart (appendonly no, save \"\"): sessions and resumable streams are lost when it restarts; set appendonly yes in Redis".to_owned());
+        }
+        let policy = value(&policy);
+        if policy.starts_with("allkeys") {
+            out.push(format!("Redis maxmemory-policy is {policy}: under memory pressure it evicts live sessions and streams; set maxmemory-policy noeviction or volatile-lru in Redis"));
+        }
+        out
+    }
 }

@@ -324,9 +324,7 @@ impl TestCluster {
     /// SIGTERM replica `i` (a graceful stop; it exits by itself).
     pub fn terminate(&self, i: usize) {
         if let Some(pid) = self.replicas[i].pid() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &pid.to_string()])
-                .status();
+            crate::process::signal(pid, "-TERM");
         }
     }
 

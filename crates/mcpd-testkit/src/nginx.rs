@@ -199,9 +199,7 @@ impl Drop for Nginx {
         };
         // SIGTERM: the master stops its worker, then itself (a SIGKILLed
         // master would leave the worker behind).
-        let _ = Command::new("kill")
-            .args(["-TERM", &c.id().to_string()])
-            .status();
+        crate::process::signal(c.id(), "-TERM");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while std::time::Instant::now() < deadline {
             if let Ok(Some(_)) = c.try_wait() {

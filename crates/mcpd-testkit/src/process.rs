@@ -131,3 +131,8 @@ impl Drop for McpdProcess {
         self.kill();
     }
 }
+
+/// Sends `sig` (`-TERM`, `-STOP`, …) to process `pid`, as `kill` does.
+pub(crate) fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
+}

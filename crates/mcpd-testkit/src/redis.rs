@@ -111,10 +111,7 @@ impl RedisServer {
 
     fn signal(&self, sig: &str) {
         if let Some(c) = &self.child {
-            let _ = Command::new("kill")
-                .arg(sig)
-                .arg(c.id().to_string())
-                .status();
+            crate::process::signal(c.id(), sig);
         }
     }
 

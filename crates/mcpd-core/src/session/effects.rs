@@ -69,7 +69,7 @@ impl SessionActor {
             // again (at most `hold`); the session waits meanwhile.
             let mut pause = Duration::from_millis(50);
             let seqs = loop {
-                let seqs = log.append_batch(&session, entries.clone()).await;
+                let seqs = log.append_batch(&session, &entries).await;
                 match seqs {
                     Err(e) if started.elapsed() + pause < hold => {
                         metrics.event_log_errors.with_label_values(&[backend]).inc();

@@ -173,7 +173,9 @@ impl SessionActor {
         )
         .start();
         if self.env.cluster.shared() {
-            ctx.run_later(OWN_AFTER, move |act, _| act.claim(key));
+            ctx.run_later(OWN_AFTER, move |act, _| {
+                let _ = act.claim(key); // over already: nothing to record
+            });
         }
         self.requests.insert(
             id,
@@ -191,13 +193,17 @@ impl SessionActor {
     /// cancellation posted to another replica finds no owner and is dropped,
     /// which the spec allows (a cancellation may arrive too late); the
     /// request's response is delivered as usual. See `docs/architecture.md`.
-    fn claim(&mut self, key: u64) {
-        let Some((id, req)) = self.requests.iter_mut().find(|(_, f)| f.key == key) else {
-            return;
-        };
+    /// `Gone` when the request is over (nothing may follow its response).
+    fn claim(&mut self, key: u64) -> Result<(), PeerError> {
+        let (id, req) = self
+            .requests
+            .iter_mut()
+            .find(|(_, f)| f.key == key)
+            .ok_or(PeerError::Gone)?;
         if !std::mem::replace(&mut req.owned, true) {
             self.env.cluster.own(&self.id, id);
         }
+        Ok(())
     }
 
     fn change(&mut self, c: Change) -> FirstLook {
@@ -410,8 +416,7 @@ impl Handler<Emit> for SessionActor {
 
     fn handle(&mut self, msg: Emit, ctx: &mut Context<Self>) -> Self::Result {
         // Nothing may follow a request's response (or its cancellation).
-        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
-        self.claim(msg.key);
+        self.claim(msg.key)?;
         self.streams.send_interim(&msg.stream, &msg.message);
         self.drive(ctx);
         Ok(())
@@ -426,7 +431,7 @@ impl Handler<Log> for SessionActor {
         if msg.params.level < self.record.log_level.unwrap_or(LoggingLevel::Info) {
             return Ok(());
         }
-        self.claim(msg.key);
+        self.claim(msg.key)?;
         let params = serde_json::to_value(&msg.params).unwrap_or(Value::Null);
         let message = jsonrpc::notification(m::NOTIFICATION_MESSAGE, params);
         self.streams.send_interim(&msg.stream, &message);
@@ -439,8 +444,7 @@ impl Handler<Ask> for SessionActor {
     type Result = Result<RequestId, PeerError>;
 
     fn handle(&mut self, msg: Ask, ctx: &mut Context<Self>) -> Self::Result {
-        self.request_by_key(msg.key).ok_or(PeerError::Gone)?;
-        self.claim(msg.key);
+        self.claim(msg.key)?;
         self.next_outgoing_id += 1;
         let id = self.env.cluster.question_id(self.next_outgoing_id);
         let question = jsonrpc::request(&id, msg.method, msg.params);

@@ -30,13 +30,16 @@ impl Inbox for SessionTable {
             Control::Answer { s, id, outcome } => self.tell(&s, RemoteAnswer { id, outcome }),
             Control::Wake { s, stream } => self.tell(&s, Wake { stream }),
             Control::Tail { s, stream, reader } => {
-                if self.get(&s).is_some() {
-                    self.tell(&s, RemoteTail { stream, reader });
-                } else if !self.is_stopping() {
+                match self.get(&s) {
+                    Some(h) => {
+                        h.tell(RemoteTail { stream, reader });
+                    }
                     // No such session here: nothing of it runs here.
-                    self.env.cluster.gone(&s, &reader, &stream);
-                } // stopping: it may have been dropped unfinished; the reader
-                  // sees this replica retire and says so
+                    None if !self.is_stopping() => self.env.cluster.gone(&s, &reader, &stream),
+                    // Stopping: it may have been dropped unfinished; the
+                    // reader sees this replica retire and says so.
+                    None => {}
+                }
             }
             Control::Gone { s, stream } => self.tell(&s, RemoteGone { stream }),
             Control::GetMoved { s, to } => self.tell(&s, GetMoved { to }),

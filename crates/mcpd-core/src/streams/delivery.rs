@@ -241,7 +241,7 @@ impl Streams {
                 self.map.remove(stream); // every request answered: the stream ends
             }
             // Never a later event as if nothing were missing.
-            Some((from, to)) if is_foreign => self.end_foreign(stream, &hole(from, to)),
+            Some((from, to)) if is_foreign => self.end_foreign(stream, &hole("its", from, to)),
             Some((from, _)) => {
                 tracing::warn!(session = %cfg.session, stream = %stream, from, "events missing from the log: the client is disconnected and told when it resumes");
                 *writer = None;

@@ -102,7 +102,7 @@ impl Streams {
         });
         if let (Some((from, to)), None) = (gap, &meta) {
             resumptions.with_label_values(&["gap"]).inc();
-            let why = hole(from, to).replace("its stream", "this stream");
+            let why = hole("this", from, to);
             let _ = reply.send(Err(ResumeError::Gap(last_event_id, why)));
             return;
         }
@@ -142,7 +142,7 @@ impl Streams {
             }
         };
         if let Some((from, to)) = gap {
-            over(&hole(from, to));
+            over(&hole("its", from, to));
         } else if &*stream == GET_STREAM {
             let st = self
                 .map

@@ -249,11 +249,12 @@ pub(crate) fn unknown_outcome(id: &RequestId, why: &str) -> Bytes {
 /// record its last messages.
 pub(crate) const ENDED_UNLOGGED: &str = "its server finished it, but its last messages never reached the event log (the log was unavailable then)";
 
-/// Why [`unknown_outcome`]: events `from..=to` of its stream were lost.
-pub(crate) fn hole(from: u64, to: Option<u64>) -> String {
+/// Why [`unknown_outcome`] (`whose` = "its"), or why a resumption is
+/// refused (`whose` = "this"): events `from..=to` of the stream were lost.
+pub(crate) fn hole(whose: &str, from: u64, to: Option<u64>) -> String {
     match to {
-        Some(to) if to > from => format!("events {from}–{to} of its stream were never stored (the event log was unavailable), so what came after them cannot be delivered in order"),
-        _ => format!("event {from} of its stream was never stored (the event log was unavailable), so what came after it cannot be delivered in order"),
+        Some(to) if to > from => format!("events {from}–{to} of {whose} stream were never stored (the event log was unavailable), so what came after them cannot be delivered in order"),
+        _ => format!("event {from} of {whose} stream was never stored (the event log was unavailable), so what came after it cannot be delivered in order"),
     }
 }
 

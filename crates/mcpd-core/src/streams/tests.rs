@@ -70,7 +70,10 @@ fn append(s: &mut Streams, next: &mut u64) -> Vec<(String, Bytes)> {
         })
         .collect();
     s.appended(batch, Ok(seqs));
-    entries.into_iter().map(|e| (e.stream, e.data)).collect()
+    entries
+        .into_iter()
+        .map(|e| (e.stream.to_string(), e.data))
+        .collect()
 }
 
 fn recv(rx: &mut StreamReceiver) -> Poll<Option<StreamItem>> {

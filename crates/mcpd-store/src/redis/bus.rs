@@ -101,16 +101,18 @@ impl RedisStore {
             if self.retired.load(std::sync::atomic::Ordering::Relaxed) {
                 // Retired while that write ran: it may have landed after the
                 // deletion.
-                let k = key.clone();
-                let _ = self
-                    .run(|mut h| async move {
-                        redis::cmd("DEL").arg(&k).query_async::<()>(&mut h).await
-                    })
-                    .await;
+                let _ = self.delete_liveness().await;
                 return;
             }
             tokio::time::sleep(HEARTBEAT).await;
         }
+    }
+
+    /// Deletes this replica's liveness key: the others take it for gone.
+    async fn delete_liveness(&self) -> Result<(), StoreError> {
+        let key = self.liveness_key(&self.replica);
+        self.run(|mut h| async move { redis::cmd("DEL").arg(&key).query_async::<()>(&mut h).await })
+            .await
     }
 
     /// Starts the heartbeat and the subscriber (see [`ControlBus::start`]).
@@ -156,11 +158,7 @@ impl ControlBus for RedisBus {
         store
             .retired
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        let key = store.liveness_key(&store.replica);
-        let deleted = store
-            .run(|mut h| async move { redis::cmd("DEL").arg(&key).query_async::<()>(&mut h).await })
-            .await;
-        match deleted {
+        match store.delete_liveness().await {
             Ok(()) => tracing::info!("replica retired: its liveness key is deleted"),
             Err(e) => tracing::warn!(error = %e, "liveness key not deleted; it expires by itself"),
         }

@@ -35,7 +35,7 @@ impl RedisStore {
         let mut p = redis::pipe();
         let mut last: Vec<(&str, u64)> = Vec::new();
         for e in events {
-            match last.iter_mut().find(|(s, _)| *s == e.stream) {
+            match last.iter_mut().find(|(s, _)| *s == &*e.stream) {
                 Some(l) => l.1 = l.1.max(e.seq.unwrap_or(0)),
                 None => last.push((&e.stream, e.seq.unwrap_or(0))),
             }
@@ -65,24 +65,12 @@ impl RedisStore {
 
 #[async_trait]
 impl EventLog for RedisStore {
-    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
-        let event = NewEvent {
-            stream: stream.to_owned(),
-            seq: None,
-            data,
-        };
-        let seqs = self.append_batch(session, vec![event]).await?;
-        seqs.into_iter()
-            .next()
-            .ok_or_else(|| unavailable("XADD returned no id"))
-    }
-
     /// One pipeline for the whole batch: XADD per event, then TTL refreshes
     /// and the stream index.
     async fn append_batch(
         &self,
         session: &str,
-        events: Vec<NewEvent>,
+        events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
         if events.is_empty() {
             return Ok(Vec::new());
@@ -90,20 +78,20 @@ impl EventLog for RedisStore {
         let r = &self.cfg.retention;
         let mut p = redis::pipe();
         let mut streams = BTreeSet::new();
-        for e in &events {
-            let id = match e.seq {
-                Some(seq) => format!("0-{seq}"),
-                None => "0-*".to_owned(),
-            };
-            p.cmd("XADD")
+        for e in events {
+            let xadd = p
+                .cmd("XADD")
                 .arg(self.stream_key(session, &e.stream))
                 .arg("MAXLEN")
                 .arg("~")
-                .arg(r.max_events_per_stream)
-                .arg(id)
-                .arg("d")
-                .arg(e.data.as_ref());
-            streams.insert(e.stream.as_str());
+                .arg(r.max_events_per_stream);
+            match e.seq {
+                Some(seq) => xadd.arg(format!("0-{seq}")),
+                None => xadd.arg("0-*"),
+            }
+            .arg("d")
+            .arg(e.data.as_ref());
+            streams.insert(&*e.stream);
         }
         let index = self.key(session, "streams");
         for stream in &streams {
@@ -111,7 +99,7 @@ impl EventLog for RedisStore {
                 .arg(self.stream_key(session, stream))
                 .arg(millis(r.max_age))
                 .ignore();
-            p.cmd("SADD").arg(&index).arg(*stream).ignore();
+            p.cmd("SADD").arg(&index).arg(stream).ignore();
         }
         p.cmd("PEXPIRE")
             .arg(&index)
@@ -123,7 +111,7 @@ impl EventLog for RedisStore {
         {
             Ok(ids) => ids,
             Err(StoreError::Unavailable(m)) if m.contains(ALREADY_STORED) => {
-                return self.already_stored(session, &events).await;
+                return self.already_stored(session, events).await;
             }
             Err(e) => return Err(e),
         };

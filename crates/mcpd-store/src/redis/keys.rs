@@ -73,32 +73,3 @@ impl RedisStore {
         Ok(keys.into_iter().map(|(_, id, k)| (id, k)).collect())
     }
 }
-
-impl RedisStore {
-    /// What in this Redis's configuration hurts a deployment of several
-    /// replicas, one line each naming the setting (empty when `CONFIG` is
-    /// not allowed, as on some managed services).
-    pub async fn deployment_warnings(&self) -> Vec<String> {
-        let mut p = redis::pipe();
-        p.cmd("CONFIG").arg("GET").arg("appendonly");
-        p.cmd("CONFIG").arg("GET").arg("save");
-        p.cmd("CONFIG").arg("GET").arg("maxmemory-policy");
-        type Pairs = Vec<(String, String)>;
-        let Ok((aof, save, policy)): Result<(Pairs, Pairs, Pairs), _> = self
-            .run(|mut h| async move { p.query_async(&mut h).await })
-            .await
-        else {
-            return Vec::new();
-        };
-        let value = |v: &Pairs| v.first().map(|(_, v)| v.clone()).unwrap_or_default();
-        let mut out = Vec::new();
-        if value(&aof) == "no" && value(&save).trim().is_empty() {
-            out.push("Redis keeps no data across a restart (appendonly no, save \"\"): sessions and resumable streams are lost when it restarts; set appendonly yes in Redis".to_owned());
-        }
-        let policy = value(&policy);
-        if policy.starts_with("allkeys") {
-            out.push(format!("Redis maxmemory-policy is {policy}: under memory pressure it evicts live sessions and streams; set maxmemory-policy noeviction or volatile-lru in Redis"));
-        }
-        out
-    }
-}

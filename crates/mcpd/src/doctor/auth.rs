@@ -9,7 +9,7 @@
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
-use super::client::{initialize, Http, Reply};
+use super::client::{initialize, strings, Http, Reply};
 use super::report::Finding;
 use servers::{authorization_servers, jwks_finding};
 
@@ -163,7 +163,10 @@ async fn resource_metadata(
     let mut note = String::new();
     if let Some(url) = pointed {
         match first_document(http, &[url.to_owned()]).await {
-            Ok((_, doc)) => return (Some(doc.clone()), compare(url, &doc, resource)),
+            Ok((_, doc)) => {
+                let finding = compare(url, &doc, resource);
+                return (Some(doc), finding);
+            }
             Err(tried) => note = format!("resource_metadata {tried} could not be read; "),
         }
     }
@@ -309,16 +312,6 @@ async fn token(http: &Http) -> Finding {
         _ => Finding::fail(ID, format!("initialize with the token answered {status}: {why}"), "see the server's log"),
     }
     .with("status", status)
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use reqwest::header::CONTENT_TYPE;
 use reqwest::{RequestBuilder, StatusCode, Url};
 use serde_json::{json, Value};
 
-pub use super::reply::{secs, Ending, Item, Reply, SseReader};
+pub use super::reply::{is_sse, secs, strings, Ending, Item, Reply, SseReader};
 use super::Options;
 
 /// The version the stateless era is spoken at.
@@ -220,12 +220,7 @@ impl<'a> Mcp<'a> {
             .header(CONTENT_TYPE, "application/json")
             .body(msg.to_json());
         match (&self.era, msg) {
-            (Era::Session { version, session }, _) => {
-                if let Some(s) = session {
-                    b = b.header("mcp-session-id", s);
-                }
-                b = b.header("mcp-protocol-version", version);
-            }
+            (Era::Session { version, session }, _) => b = session_headers(b, version, session),
             (Era::Stateless, Message::Request(r)) => {
                 b = b
                     .header("mcp-protocol-version", MODERN)
@@ -236,10 +231,16 @@ impl<'a> Mcp<'a> {
             }
             (Era::Stateless, _) => b = b.header("mcp-protocol-version", MODERN),
         }
+        self.authed(b)
+    }
+
+    /// `b` with the token, when the doctor has one for this server.
+    fn authed(&self, b: RequestBuilder) -> RequestBuilder {
         if self.auth {
-            b = self.http.with_token(b);
+            self.http.with_token(b)
+        } else {
+            b
         }
-        b
     }
 
     /// Sends `request` and reads its answer, for up to `wait`.
@@ -274,18 +275,12 @@ impl<'a> Mcp<'a> {
             .request(Conn::Pooled, reqwest::Method::GET, None)
             .header("accept", "text/event-stream");
         if let Era::Session { version, session } = &self.era {
-            if let Some(s) = session {
-                b = b.header("mcp-session-id", s);
-            }
-            b = b.header("mcp-protocol-version", version);
+            b = session_headers(b, version, session);
         }
         if let Some(id) = last_event_id {
             b = b.header("last-event-id", id);
         }
-        if self.auth {
-            b = self.http.with_token(b);
-        }
-        send(b, self.http.timeout).await
+        send(self.authed(b), self.http.timeout).await
     }
 
     /// Ends the session (DELETE), if there is one; errors are not findings.
@@ -296,14 +291,19 @@ impl<'a> Mcp<'a> {
                 .request(Conn::Pooled, reqwest::Method::DELETE, None)
                 .header("mcp-session-id", s)
                 .timeout(self.http.timeout);
-            let b = if self.auth {
-                self.http.with_token(b)
-            } else {
-                b
-            };
-            let _ = b.send().await;
+            let _ = self.authed(b).send().await;
         }
     }
+}
+
+/// A session-era request's headers: its session (once there is one) and
+/// revision.
+fn session_headers(b: RequestBuilder, version: &str, session: &Option<String>) -> RequestBuilder {
+    let b = match session {
+        Some(s) => b.header("mcp-session-id", s),
+        None => b,
+    };
+    b.header("mcp-protocol-version", version)
 }
 
 /// Who the doctor says it is.

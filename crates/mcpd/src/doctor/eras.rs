@@ -4,7 +4,7 @@
 use mcpd_protocol::methods;
 use mcpd_protocol::types::JsonObject;
 
-use super::client::{initialize, Era, Http, Mcp, MODERN};
+use super::client::{initialize, strings, Era, Http, Mcp, MODERN};
 use super::report::Finding;
 
 /// Session-era revisions tried, newest first.
@@ -21,7 +21,8 @@ pub struct Eras<'a> {
 }
 
 pub async fn check(http: &Http) -> Eras<'_> {
-    let (stateless, discover) = discover(http).await;
+    let discover = discover(http).await;
+    let stateless = discover.served();
     let mut served = Vec::new();
     let mut other = Vec::new();
     let mut session = None;
@@ -81,30 +82,16 @@ pub async fn check(http: &Http) -> Eras<'_> {
     }
 }
 
-/// `server/discover` without a session: whether the stateless era is served.
-async fn discover(http: &Http) -> (bool, Discovered) {
+/// `server/discover` without a session.
+async fn discover(http: &Http) -> Discovered {
     let mcp = Mcp::new(http, Era::Stateless, true);
     let reply = match mcp.call(methods::SERVER_DISCOVER, JsonObject::new()).await {
         Ok(r) => r,
-        Err(e) => return (false, Discovered::No(format!("{e:#}"))),
+        Err(e) => return Discovered::No(format!("{e:#}")),
     };
     match reply.outcome() {
-        Some(Ok(result)) => {
-            let versions: Vec<String> = result["supportedVersions"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let served = versions.iter().any(|v| v == MODERN);
-            (served, Discovered::Yes(versions))
-        }
-        _ => (
-            false,
-            Discovered::No(format!("{} {}", reply.status.as_u16(), reply.said())),
-        ),
+        Some(Ok(result)) => Discovered::Yes(strings(&result["supportedVersions"])),
+        _ => Discovered::No(format!("{} {}", reply.status.as_u16(), reply.said())),
     }
 }
 
@@ -114,12 +101,17 @@ enum Discovered {
 }
 
 impl Discovered {
+    /// Whether the stateless era is served.
+    fn served(&self) -> bool {
+        matches!(self, Self::Yes(v) if v.iter().any(|v| v == MODERN))
+    }
+
     fn stateless_status(&self, none: bool) -> Finding {
         const ID: &str = "era.stateless";
         let fix =
             "2026-07-28 clients fall back to initialize; mcpd serves both eras on one endpoint";
         match self {
-            Self::Yes(v) if v.iter().any(|v| v == MODERN) => Finding::pass(
+            Self::Yes(v) if self.served() => Finding::pass(
                 ID,
                 format!("{MODERN} served: server/discover lists {}", v.join(", ")),
             )

@@ -33,8 +33,6 @@ pub struct Reply {
     pub head_after: Duration,
     /// Each JSON-RPC message and when it arrived (since the request was sent).
     pub messages: Vec<(Duration, Message)>,
-    /// The ids of the SSE events, in order.
-    pub event_ids: Vec<String>,
     /// A body that is not JSON-RPC (an error page), cut short.
     pub text: String,
     pub ending: Ending,
@@ -54,12 +52,11 @@ impl Reply {
             headers: resp.headers().clone(),
             head_after: sent.elapsed(),
             messages: Vec::new(),
-            event_ids: Vec::new(),
             text: String::new(),
             ending: Ending::Closed,
         };
         let deadline = sent + wait;
-        if !reply.content_type().starts_with("text/event-stream") {
+        if !reply.is_sse() {
             let body = tokio::time::timeout_at(deadline.into(), resp.text()).await;
             let Ok(Ok(body)) = body else {
                 reply.ending = Ending::TimedOut;
@@ -89,9 +86,6 @@ impl Reply {
         loop {
             match sse.next(deadline).await {
                 Item::Event(e) => {
-                    if let Some(i) = &e.id {
-                        reply.event_ids.push(i.clone());
-                    }
                     if let Some(m) = message_of(&e) {
                         reply.messages.push((sent.elapsed(), m));
                         if reply.response_to(id).is_some() {
@@ -110,8 +104,9 @@ impl Reply {
         }
     }
 
-    pub fn content_type(&self) -> &str {
-        self.header(CONTENT_TYPE.as_str()).unwrap_or("")
+    /// Whether the answer is an SSE stream.
+    pub fn is_sse(&self) -> bool {
+        is_sse(&self.headers)
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -212,4 +207,21 @@ pub fn message_of(e: &Event) -> Option<Message> {
 /// Seconds with millisecond precision, for reports.
 pub fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// Whether headers announce an SSE stream.
+pub fn is_sse(h: &HeaderMap) -> bool {
+    h.get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+}
+
+/// The strings of a JSON array (`[]` for anything else).
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -14,7 +14,9 @@ use mcpd_protocol::types::{CallToolParams, JsonObject, ListToolsResult};
 use mcpd_protocol::Message;
 use serde_json::json;
 
-use super::client::{initialize, secs, send, Conn, Ending, Era, Http, Item, Mcp, Reply, SseReader};
+use super::client::{
+    initialize, is_sse, secs, send, Conn, Ending, Era, Http, Item, Mcp, Reply, SseReader,
+};
 use super::report::Finding;
 
 /// The buffering probe: three progress steps 1.5 s apart, so the result
@@ -128,11 +130,7 @@ pub async fn unbuffered(mcp: &Mcp<'_>) -> Finding {
         .with("ending", format!("{:?}", reply.ending));
     };
     let Some(progress_at) = progress_at else {
-        let how = if reply.content_type().starts_with("text/event-stream") {
-            "SSE"
-        } else {
-            "plain JSON"
-        };
+        let how = if reply.is_sse() { "SSE" } else { "plain JSON" };
         return Finding::warn(
             ID,
             format!("the result came as {how} without progress notifications"),
@@ -212,10 +210,7 @@ async fn hold(mcp: &Mcp<'_>, idle: Duration) -> Finding {
             "the server offers no GET stream (405): no idle stream to hold",
         );
     }
-    let sse = resp
-        .headers()
-        .get("content-type")
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let sse = is_sse(resp.headers());
     if status != 200 || !sse {
         let m = format!("GET for the session's stream answered {status}, not an SSE stream");
         return Finding::fail(
@@ -315,11 +310,7 @@ pub async fn resume(mcp: &Mcp<'_>) -> Finding {
             return Finding::fail(ID, m, "see reachable");
         }
     };
-    if !resp
-        .headers()
-        .get("content-type")
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
-    {
+    if !is_sse(resp.headers()) {
         return Finding::skip(
             ID,
             "the countdown was answered as plain JSON: no stream to resume",

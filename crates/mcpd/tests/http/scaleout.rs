@@ -361,20 +361,7 @@ async fn typescript_sdk_session_flows_pass_through_a_round_robin_proxy() {
     let work = interop_workdir();
     let cl = cluster();
     let url = cl.url();
-    let checks = [
-        "initialize",
-        "tools_list",
-        "echo",
-        "countdown_progress",
-        "cancel",
-        "elicitation",
-        "sampling",
-        "big_payload",
-        "resource_subscribe",
-        "prompts_get",
-        "completion",
-        "delete_session",
-    ];
+    let checks = [SESSION_FLOWS, &["cancel"]].concat();
     let mut failures = Vec::new();
     for (prefix, args) in [
         ("ts:", vec!["client.mjs", url.as_str()]),
@@ -392,6 +379,37 @@ async fn typescript_sdk_session_flows_pass_through_a_round_robin_proxy() {
         cl.logs_tail(8000)
     );
 }
+
+/// The interop checks of a session-era flow (`tests/interop/session-flows.mjs`)
+/// that hold through any balancer; `cancel` needs its concurrent
+/// `server_stats` on the countdown's replica.
+const SESSION_FLOWS: &[&str] = &[
+    "initialize",
+    "tools_list",
+    "echo",
+    "countdown_progress",
+    "elicitation",
+    "sampling",
+    "big_payload",
+    "resource_subscribe",
+    "prompts_get",
+    "completion",
+    "delete_session",
+];
+
+/// The same for the stateless era (`client2026.mjs modern`).
+const STATELESS_FLOWS: &[&str] = &[
+    "discover",
+    "tools_list",
+    "echo",
+    "countdown_progress",
+    "elicitation_mrtr",
+    "sampling_mrtr",
+    "big_payload",
+    "resources_read",
+    "prompts_get",
+    "completion",
+];
 
 /// Runs one interop client (`node args…`) through the proxy of `cl`: it
 /// must exit 0 with a `PASS <prefix><check>` line for each of `checks`,
@@ -454,22 +472,13 @@ async fn typescript_sdk_stateless_flows_pass_through_a_round_robin_proxy() {
     let work = interop_workdir();
     let cl = cluster();
     let url = cl.url();
-    let checks = [
-        "discover",
-        "tools_list",
-        "echo",
-        "countdown_progress",
-        "elicitation_mrtr",
-        "sampling_mrtr",
-        "big_payload",
+    let extra = [
         "cancel",
         "listen_resource_updated",
         "listen_close",
-        "resources_read",
-        "prompts_get",
-        "completion",
         "stateless",
     ];
+    let checks = [STATELESS_FLOWS, &extra].concat();
     let failure = run_interop_client(
         &cl,
         &work.0,
@@ -1448,43 +1457,18 @@ async fn official_sdk_clients_run_both_eras_through_nginx_round_robin() {
         .collect();
     let nginx = mcpd_testkit::Nginx::start_round_robin(&replicas);
     let url = nginx.url("/mcp");
-    let session_checks: &[&str] = &[
-        "initialize",
-        "tools_list",
-        "echo",
-        "countdown_progress",
-        "elicitation",
-        "sampling",
-        "big_payload",
-        "resource_subscribe",
-        "prompts_get",
-        "completion",
-        "delete_session",
-    ];
-    let stateless_checks: &[&str] = &[
-        "discover",
-        "tools_list",
-        "echo",
-        "countdown_progress",
-        "elicitation_mrtr",
-        "sampling_mrtr",
-        "big_payload",
-        "resources_read",
-        "prompts_get",
-        "completion",
-    ];
     let mut failures = Vec::new();
     for (prefix, args, checks) in [
-        ("ts:", vec!["client.mjs", url.as_str()], session_checks),
+        ("ts:", vec!["client.mjs", url.as_str()], SESSION_FLOWS),
         (
             "ts2:legacy:",
             vec!["client2026.mjs", url.as_str(), "legacy"],
-            session_checks,
+            SESSION_FLOWS,
         ),
         (
             "ts2026:",
             vec!["client2026.mjs", url.as_str(), "modern"],
-            stateless_checks,
+            STATELESS_FLOWS,
         ),
     ] {
         let before = nginx.upstreams_hit().len();
