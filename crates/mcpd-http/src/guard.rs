@@ -49,6 +49,16 @@ fn host_name(authority: &str) -> &str {
     })
 }
 
+/// The host a request was sent to: `Host` (HTTP/1.1) or `:authority`
+/// (HTTP/2). Never a forwarded header (`Forwarded`, `X-Forwarded-Host`): a
+/// page that rebinds its DNS name can set those itself.
+pub fn request_host(req: &HttpRequest) -> Option<&str> {
+    match req.headers().get(header::HOST) {
+        Some(h) => Some(h.to_str().unwrap_or("").trim()),
+        None => req.uri().authority().map(|a| a.as_str()),
+    }
+}
+
 impl OriginPolicy {
     pub fn check(&self, req: &HttpRequest) -> Result<(), HttpError> {
         if let Some(origin) = req.headers().get(header::ORIGIN) {
@@ -59,12 +69,7 @@ impl OriginPolicy {
                 )));
             }
         }
-        // HTTP/1.1 sends Host; HTTP/2 sends :authority (the URI's).
-        let host = match req.headers().get(header::HOST) {
-            Some(h) => Some(h.to_str().unwrap_or("").trim()),
-            None => req.uri().authority().map(|a| a.as_str()),
-        };
-        if let Some(host) = host {
+        if let Some(host) = request_host(req) {
             if !self.host_allowed(host) {
                 return Err(HttpError::Forbidden(format!(
                     "Host {host:?} is not allowed (DNS rebinding protection); add it to the allowed hosts in the server config"

@@ -31,14 +31,17 @@ pub(crate) fn server(
             // Private by Host too: a page that rebinds its DNS name to this
             // address cannot read the metrics.
             .wrap_fn(move |req, srv| {
-                let host = req.connection_info().host().to_owned();
+                // The Host the request names, not a forwarded one a
+                // rebinding page could add.
+                let host = mcpd_http::guard::request_host(req.request()).map(str::to_owned);
                 let answer: futures_util::future::LocalBoxFuture<'static, _> =
-                    if hosts.admin_host_allowed(&host) {
+                    if host.as_deref().is_none_or(|h| hosts.admin_host_allowed(h)) {
                         let call = srv.call(req);
                         Box::pin(async move { call.await.map(|r| r.map_into_left_body()) })
                     } else {
                         let refused = HttpResponse::Forbidden().body(format!(
-                            "Host {host:?} is not allowed on the admin listener: use its IP address, or add the name to http.allowed_hosts\n"
+                            "Host {:?} is not allowed on the admin listener: use its IP address, or add the name to http.allowed_hosts\n",
+                            host.unwrap_or_default()
                         ));
                         let r = req.into_response(refused).map_into_right_body();
                         Box::pin(async move { Ok(r) })

@@ -111,7 +111,8 @@ async fn client_strings_cannot_forge_log_lines() {
 }
 
 /// Also in #23: the admin listener is private by `Host` too (DNS
-/// rebinding): an IP literal or an allowed name passes, another name is 403.
+/// rebinding): an IP literal or an allowed name passes, another name is 403,
+/// whatever `X-Forwarded-Host` or `Forwarded` say.
 #[tokio::test]
 async fn the_admin_listener_refuses_foreign_host_names() {
     let s = TestServer::start_configured(|c| c.admin.listen = Some("127.0.0.1:0".into()));
@@ -132,6 +133,16 @@ async fn the_admin_listener_refuses_foreign_host_names() {
     assert_eq!(r.status(), 403);
     let body = r.text().await.unwrap_or_default();
     assert!(body.contains("not allowed on the admin listener"), "{body}");
+    // A forwarded host is the rebinding page's to set: it proves nothing.
+    let r = http
+        .get(format!("{admin}/metrics"))
+        .header("host", "rebind.evil.example:9090")
+        .header("x-forwarded-host", "127.0.0.1")
+        .header("forwarded", "host=127.0.0.1")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(r.status(), 403);
     let r = http
         .get(format!("{admin}/healthz"))
         .header("host", "localhost")
