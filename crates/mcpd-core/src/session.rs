@@ -90,6 +90,10 @@ pub struct SessionActor {
     /// Server → client requests awaiting the client's answer, by our id.
     outgoing: HashMap<RequestId, Outgoing>,
     next_request_key: u64,
+    /// A sweep is armed to record requests still running after
+    /// `OWN_AFTER` (one timer per session, not one per request: actix polls
+    /// every pending timer of an actor each time it handles a message).
+    claim_sweep_armed: bool,
     next_outgoing_id: i64,
     streams: Streams,
     last_activity: Instant,
@@ -181,6 +185,7 @@ impl SessionActor {
             requests: HashMap::new(),
             outgoing: HashMap::new(),
             next_request_key: 0,
+            claim_sweep_armed: false,
             next_outgoing_id: 0,
             streams,
             last_activity: Instant::now(),

@@ -172,10 +172,8 @@ impl SessionActor {
             self.env.stats.clone(),
         )
         .start();
-        if self.env.cluster.shared() {
-            ctx.run_later(OWN_AFTER, move |act, _| {
-                let _ = act.claim(key); // over already: nothing to record
-            });
+        if self.env.cluster.shared() && !self.claim_sweep_armed {
+            self.arm_claim_sweep(ctx);
         }
         self.requests.insert(
             id,
@@ -186,6 +184,30 @@ impl SessionActor {
                 owned: false,
             },
         );
+    }
+
+    /// Records, `OWN_AFTER` from now, every request started by then and
+    /// still running (so each is recorded between one and two `OWN_AFTER`s
+    /// after it started), and arms itself again while unrecorded requests
+    /// remain.
+    fn arm_claim_sweep(&mut self, ctx: &mut Context<Self>) {
+        self.claim_sweep_armed = true;
+        let started_by = self.next_request_key;
+        ctx.run_later(OWN_AFTER, move |act, ctx| {
+            act.claim_sweep_armed = false;
+            let mut waiting = false;
+            for (id, req) in act.requests.iter_mut().filter(|(_, f)| !f.owned) {
+                if req.key <= started_by {
+                    req.owned = true;
+                    act.env.cluster.own(&act.id, id);
+                } else {
+                    waiting = true;
+                }
+            }
+            if waiting {
+                act.arm_claim_sweep(ctx);
+            }
+        });
     }
 
     /// Records request `key` as running here, once: it ran longer than
