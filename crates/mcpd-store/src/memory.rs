@@ -21,7 +21,8 @@ pub struct Retention {
     pub max_bytes_per_stream: usize,
     /// Streams kept per session; the least recently written is dropped first.
     pub max_streams_per_session: usize,
-    /// A stream untouched this long is dropped.
+    /// A stream untouched this long is dropped (found at the session's next
+    /// append, at most a second late).
     pub max_age: Duration,
     /// Bytes kept per session (memory log): the oldest events of its least
     /// recently written stream go first.
@@ -90,6 +91,15 @@ struct Entry {
     client: Option<Arc<Client>>,
     bytes: usize,
     streams: HashMap<String, Stream>,
+    /// When streams past `max_age` were last dropped: at most once per
+    /// [`sweep_every`], not per append (a session may hold many streams).
+    swept: Option<Instant>,
+}
+
+/// How often a session's streams are checked for age: an eighth of
+/// `max_age`, at most a second, so a stream outlives `max_age` by at most that.
+fn sweep_every(max_age: Duration) -> Duration {
+    (max_age / 8).min(Duration::from_secs(1))
 }
 
 type Shared = Arc<Mutex<Entry>>;
@@ -160,13 +170,19 @@ impl MemoryEventLog {
         let now = Instant::now();
         let r = self.retention;
         let mut freed = 0;
-        entry.streams.retain(|_, s| {
-            let keep = now.duration_since(s.touched) < r.max_age;
-            if !keep {
-                freed += s.bytes;
-            }
-            keep
-        });
+        if entry
+            .swept
+            .is_none_or(|t| now.duration_since(t) >= sweep_every(r.max_age))
+        {
+            entry.swept = Some(now);
+            entry.streams.retain(|_, s| {
+                let keep = now.duration_since(s.touched) < r.max_age;
+                if !keep {
+                    freed += s.bytes;
+                }
+                keep
+            });
+        }
         if !entry.streams.contains_key(stream) && entry.streams.len() >= r.max_streams_per_session {
             if let Some(oldest) = entry
                 .streams
