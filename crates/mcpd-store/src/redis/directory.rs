@@ -1,39 +1,11 @@
 //! [`SessionDirectory`] on plain keys: the session record with a sliding
-//! TTL, and removing everything a session left (with a tombstone).
+//! TTL, and its removal (with a tombstone).
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{millis, RedisStore};
 use crate::{SessionDirectory, StoreError, Touch};
-
-impl RedisStore {
-    /// Deletes the session's streams, record and ownership, and leaves a
-    /// tombstone.
-    pub(super) async fn remove_all(&self, session: &str) -> Result<(), StoreError> {
-        let index = self.key(session, "streams");
-        let idx = index.clone();
-        let streams: Vec<String> = self
-            .run(|mut h| async move { redis::cmd("SMEMBERS").arg(&idx).query_async(&mut h).await })
-            .await?;
-        let mut p = redis::pipe();
-        for s in &streams {
-            p.cmd("DEL").arg(self.stream_key(session, s)).ignore();
-        }
-        p.cmd("DEL").arg(index).ignore();
-        p.cmd("DEL").arg(self.key(session, "s")).ignore();
-        p.cmd("DEL").arg(self.key(session, "own")).ignore();
-        // A tombstone, so no holder mistakes the deletion for lost data.
-        p.cmd("SET")
-            .arg(self.key(session, "deleted"))
-            .arg(1)
-            .arg("PX")
-            .arg(millis(self.cfg.session_ttl))
-            .ignore();
-        self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
-            .await
-    }
-}
 
 #[async_trait]
 impl SessionDirectory for RedisStore {
@@ -83,8 +55,23 @@ impl SessionDirectory for RedisStore {
         })
     }
 
+    /// Deletes the record and the ownership entries, and leaves a
+    /// tombstone (the streams are the event log's: `remove_session`).
     async fn remove(&self, session: &str) -> Result<(), StoreError> {
-        self.remove_all(session).await
+        let mut p = redis::pipe();
+        p.cmd("DEL")
+            .arg(self.key(session, "s"))
+            .arg(self.key(session, "own"))
+            .ignore();
+        // A tombstone, so no holder mistakes the deletion for lost data.
+        p.cmd("SET")
+            .arg(self.key(session, "deleted"))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(self.cfg.session_ttl))
+            .ignore();
+        self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .await
     }
 
     fn is_shared(&self) -> bool {

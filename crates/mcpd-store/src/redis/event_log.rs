@@ -3,8 +3,6 @@
 //! number when it gives one (so events it could not store leave a visible
 //! hole), else the next after the stream's last (`0-*`).
 
-use std::collections::BTreeSet;
-
 use async_trait::async_trait;
 use bytes::Bytes;
 
@@ -77,29 +75,39 @@ impl EventLog for RedisStore {
         }
         let r = &self.cfg.retention;
         let mut p = redis::pipe();
-        let mut streams = BTreeSet::new();
+        // (stream, its key): a batch names one stream, or a few.
+        let mut streams: Vec<(&str, String)> = Vec::with_capacity(1);
+        let mut id = String::new();
         for e in events {
+            let key = match streams.iter().position(|(s, _)| *s == &*e.stream) {
+                Some(i) => &streams[i].1,
+                None => {
+                    streams.push((&e.stream, self.stream_key(session, &e.stream)));
+                    &streams[streams.len() - 1].1
+                }
+            };
             let xadd = p
                 .cmd("XADD")
-                .arg(self.stream_key(session, &e.stream))
+                .arg(key)
                 .arg("MAXLEN")
                 .arg("~")
                 .arg(r.max_events_per_stream);
             match e.seq {
-                Some(seq) => xadd.arg(format!("0-{seq}")),
+                Some(seq) => {
+                    id.clear();
+                    id.push_str("0-");
+                    id.push_str(itoa::Buffer::new().format(seq));
+                    xadd.arg(&id)
+                }
                 None => xadd.arg("0-*"),
             }
             .arg("d")
             .arg(e.data.as_ref());
-            streams.insert(&*e.stream);
         }
         let index = self.key(session, "streams");
-        for stream in &streams {
-            p.cmd("PEXPIRE")
-                .arg(self.stream_key(session, stream))
-                .arg(millis(r.max_age))
-                .ignore();
-            p.cmd("SADD").arg(&index).arg(stream).ignore();
+        for (stream, key) in &streams {
+            p.cmd("PEXPIRE").arg(key).arg(millis(r.max_age)).ignore();
+            p.cmd("SADD").arg(&index).arg(*stream).ignore();
         }
         p.cmd("PEXPIRE")
             .arg(&index)
@@ -174,7 +182,7 @@ impl EventLog for RedisStore {
     }
 
     async fn remove_session(&self, session: &str) {
-        if let Err(e) = self.remove_all(session).await {
+        if let Err(e) = self.remove_streams(session).await {
             tracing::warn!(session, error = %e, "could not remove the session's keys; they expire by TTL");
         }
     }
@@ -196,5 +204,26 @@ impl EventLog for RedisStore {
 
     fn failures(&self) -> u64 {
         self.failures.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl RedisStore {
+    /// Deletes the session's streams and their index.
+    async fn remove_streams(&self, session: &str) -> Result<(), StoreError> {
+        let index = self.key(session, "streams");
+        let idx = index.clone();
+        let streams: Vec<String> = self
+            .run(|mut h| async move { redis::cmd("SMEMBERS").arg(&idx).query_async(&mut h).await })
+            .await?;
+        if streams.is_empty() {
+            return Ok(()); // an empty set is no key: nothing to delete
+        }
+        let mut del = redis::cmd("DEL");
+        del.arg(index);
+        for s in &streams {
+            del.arg(self.stream_key(session, s));
+        }
+        self.run(|mut h| async move { del.query_async::<()>(&mut h).await })
+            .await
     }
 }
