@@ -11,8 +11,11 @@
 # all instructions, and without memset (actix-http zeroes a 3 KiB header
 # table per parse attempt with `rep stosb`, which callgrind counts per byte).
 #
-# Usage: loadtest/callgrind.sh [MCPD_BIN] [LOADTEST_BIN] [SHORT] [LONG]
+# Usage: [STORE=redis] [TOOL=echo] loadtest/callgrind.sh [MCPD_BIN] [LOADTEST_BIN] [SHORT] [LONG]
 # (defaults: target/release/mcpd, target/release/mcpd-loadtest, 5, 15).
+# STORE=redis runs mcpd on the Redis store (a redis-server of its own on a
+# unix socket, no persistence); TOOL=countdown measures the SSE call
+# (countdown, one step, one progress notification) instead of echo.
 # Loopback only; needs valgrind (apt-get install -y valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,20 +25,30 @@ SHORT=${3:-5}; LONG=${4:-15}
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install -y valgrind" >&2; exit 1; }
 TMP=$(mktemp -d /tmp/mcpd-callgrind.XXXXXX)
 PID=""
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+REDIS_PID=""
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+STORE_ARGS=(--store memory)
+if [ "${STORE:-memory}" = redis ]; then
+  redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" --appendonly no >/dev/null 2>&1 &
+  REDIS_PID=$!
+  for _ in $(seq 50); do [ -S "$TMP/redis.sock" ] && break; sleep 0.1; done
+  STORE_ARGS=(--store redis --redis-url "redis+unix://$TMP/redis.sock")
+fi
+TOOL_ARGS=(--tool echo --arguments '{"message":"hello"}')
+[ "${TOOL:-echo}" = countdown ] && TOOL_ARGS=(--tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress)
 
 run() {  # run SECONDS: prints "instructions memset_instructions calls"
   local secs=$1 out="$TMP/cg.$1"
   MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0 MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=10000 \
   MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
-    "$MCPD" --listen 127.0.0.1:0 --store memory >"$TMP/stdout.$secs" 2>"$TMP/stderr.$secs" &
+    "$MCPD" --listen 127.0.0.1:0 "${STORE_ARGS[@]}" >"$TMP/stdout.$secs" 2>"$TMP/stderr.$secs" &
   PID=$!
   local url=""
   for _ in $(seq 600); do url=$(sed -n 's/^mcpd listening on //p' "$TMP/stdout.$secs"); [ -n "$url" ] && break; sleep 0.1; done
   [ -n "$url" ] || { echo "mcpd did not start under valgrind: $(tail -5 "$TMP/stderr.$secs")" >&2; exit 1; }
   local calls
   calls=$("$LOADTEST" --url "$url" --sessions 32 --concurrency 1 --warmup 0 --duration "$secs" \
-    --tool echo --arguments '{"message":"hello"}' | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ok"])')
+    "${TOOL_ARGS[@]}" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ok"])')
   kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID=""
   callgrind_annotate --threshold=100 "$out" 2>/dev/null | python3 -c '
 import re, sys
