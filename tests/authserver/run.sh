@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# OAuth with a real authorization server: for each scenario, starts tests/authserver/server.mjs
+# (npm oidc-provider) and an mcpd with auth on that trusts it, both on 127.0.0.1, then runs the
+# official SDK clients through the whole flow from nothing:
+#   oauth-ts:         tests/interop/client-oauth.mjs  (@modelcontextprotocol/sdk 1.32.2)
+#   oauth-py:         tests/interop/client_oauth.py modern  (PyPI mcp, stateless 2026-07-28 era)
+#   oauth-py-legacy:  tests/interop/client_oauth.py legacy  (PyPI mcp, initialize + session)
+#
+#   [MCPD_BIN=target/debug/mcpd] tests/authserver/run.sh [scenario...]
+#
+# Scenarios (default: capped uncapped opaque dpop); each prefixes its lines with "<scenario>/":
+#   capped    JWT access tokens living 5 s; the AS grants a client at most the scopes it registered
+#             with (oidc-provider's rule), which is what trips SDK clients on step-up.
+#   uncapped  the same with AS_CLIENT_SCOPE_CAP=0: any registered client may get every scope.
+#   opaque    opaque access tokens (uncapped), for RFC 7662 introspection by mcpd; the [auth] lines that make mcpd
+#             introspect come from $MCPD_OPAQUE_AUTH_TOML (the AS's introspection endpoint, client id and
+#             secret are exported as AS_INTROSPECTION_ENDPOINT / AS_INTROSPECTION_CLIENT_ID /
+#             AS_INTROSPECTION_CLIENT_SECRET and substituted with envsubst-style ${...} in it).
+#   dpop      the AS has DPoP (RFC 9449) on (uncapped); the TypeScript client binds its tokens to a key and sends
+#             proofs (neither SDK does DPoP itself). mcpd's DPoP [auth] lines: $MCPD_DPOP_AUTH_TOML.
+# Every scenario's mcpd also gets $MCPD_AUTH_TOML (extra [auth] lines) if set.
+#
+# Installs: the AS's node_modules (npm ci from package-lock.json) into
+# ${MCPD_AUTHSERVER_CACHE:-/tmp/mcpd-authserver-cache}; the SDK clients through
+# tests/interop/run.sh --install-only (${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}).
+# Logs: $MCPD_AUTHSERVER_CACHE/logs/<scenario>.*
+# Prints "PASS ..." / "FAIL ..." / "SKIP ..." lines and finally "oauth: N passed, M failed, K skipped";
+# exit status 0 only when nothing failed.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+INTEROP="$REPO/tests/interop"
+MCPD_BIN="${MCPD_BIN:-$REPO/target/debug/mcpd}"
+case "$MCPD_BIN" in /*) ;; *) MCPD_BIN="$(pwd)/$MCPD_BIN" ;; esac
+CACHE="${MCPD_AUTHSERVER_CACHE:-/tmp/mcpd-authserver-cache}"
+ICACHE="${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}"
+CLIENT_TIMEOUT="${MCPD_OAUTH_CLIENT_TIMEOUT:-150}"
+mkdir -p "$CACHE/logs"
+CACHE="$(cd "$CACHE" && pwd)"
+LOGS="$CACHE/logs"
+SCENARIOS=("$@")
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(capped uncapped opaque dpop)
+
+PASSED=0 FAILED=0 SKIPPED=0
+record() {
+    echo "$1"
+    case "$1" in
+        PASS\ *) PASSED=$((PASSED + 1)) ;;
+        FAIL\ *) FAILED=$((FAILED + 1)) ;;
+        SKIP\ *) SKIPPED=$((SKIPPED + 1)) ;;
+    esac
+}
+finish() {
+    echo "oauth: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+    [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
+    exit $?
+}
+
+[ -x "$MCPD_BIN" ] || { record "FAIL oauth:setup: no executable mcpd at $MCPD_BIN (set MCPD_BIN)"; finish; }
+
+# ---- installs -------------------------------------------------------------------------------------
+want="$(cat "$HERE/package.json" "$HERE/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$CACHE/node/.installed" ] || [ "$(cat "$CACHE/node/.installed")" != "$want" ] \
+    || [ ! -f "$CACHE/node/node_modules/oidc-provider/package.json" ]; then
+    rm -rf "$CACHE/node" && mkdir -p "$CACHE/node"
+    cp "$HERE/package.json" "$HERE/package-lock.json" "$CACHE/node/"
+    if ! (cd "$CACHE/node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >"$LOGS/install-as.log" 2>&1; then
+        record "FAIL oauth:install: npm ci for the authorization server failed: $(tail -c 300 "$LOGS/install-as.log" | tr '\n' ' ')"
+        finish
+    fi
+    echo "$want" >"$CACHE/node/.installed"
+fi
+cp "$HERE/server.mjs" "$CACHE/node/"
+if ! MCPD_INTEROP_CACHE="$ICACHE" "$INTEROP/run.sh" --install-only >"$LOGS/install-clients.log" 2>&1; then
+    record "FAIL oauth:install: the SDK clients did not install: $(tail -c 300 "$LOGS/install-clients.log" | tr '\n' ' ')"
+    finish
+fi
+cp "$INTEROP"/client-oauth.mjs "$INTEROP"/common.mjs "$ICACHE/node/"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+PIDS=()
+stop_all() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    PIDS=()
+}
+trap stop_all EXIT
+
+run_client() { # run_client <prefix> <log> <command...>: prefixes each PASS/FAIL/SKIP line
+    local prefix="$1" log="$2" rc line seen=0
+    shift 2
+    timeout --kill-after=10 "$CLIENT_TIMEOUT" "$@" >"$log" 2>"$log.stderr"
+    rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+            PASS\ *|FAIL\ *|SKIP\ *) record "${line%% *} ${prefix}${line#* }"; seen=$((seen + 1)) ;;
+        esac
+    done <"$log"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        record "FAIL ${prefix}client: timed out after ${CLIENT_TIMEOUT} s (after $seen checks)"
+    elif [ "$rc" -ne 0 ] && [ "$seen" -eq 0 ]; then
+        record "FAIL ${prefix}client: exited with status $rc and reported no checks; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
+    fi
+}
+
+# ---- one scenario ---------------------------------------------------------------------------------
+run_scenario() {
+    local name="$1" as_env=() mcpd_extra="${MCPD_AUTH_TOML:-}" checks expect="" port issuer mcpd_pid as_pid i
+    case "$name" in
+        capped) as_env=(AS_TOKEN_TTL=5); checks=flow,stepup,expiry,rotation,cc ;;
+        uncapped) as_env=(AS_TOKEN_TTL=5 AS_CLIENT_SCOPE_CAP=0); checks=flow,stepup,expiry,rotation,cc ;;
+        opaque) as_env=(AS_TOKEN_FORMAT=opaque AS_CLIENT_SCOPE_CAP=0); checks=flow,cc; expect=opaque; mcpd_extra+=$'\n'"${MCPD_OPAQUE_AUTH_TOML:-}" ;;
+        dpop) as_env=(AS_DPOP=1 AS_CLIENT_SCOPE_CAP=0); checks=flow,dpop; mcpd_extra+=$'\n'"${MCPD_DPOP_AUTH_TOML:-}" ;;
+        *) record "FAIL $name/oauth:setup: unknown scenario $name"; return ;;
+    esac
+    port="$(free_port)"
+    env AS_PORT=0 AS_RESOURCE="http://127.0.0.1:$port/mcp" "${as_env[@]}" node "$CACHE/node/server.mjs" \
+        >"$LOGS/$name.as.out" 2>"$LOGS/$name.as.err" &
+    as_pid=$!
+    PIDS+=("$as_pid")
+    for i in $(seq 100); do grep -q '^authserver listening on ' "$LOGS/$name.as.out" && break; sleep 0.1; done
+    issuer="$(sed -n 's/^authserver listening on //p' "$LOGS/$name.as.out")"
+    if [ -z "$issuer" ]; then
+        record "FAIL $name/oauth:setup: the authorization server did not start: $(tail -c 300 "$LOGS/$name.as.err" | tr '\n' ' ')"
+        stop_all
+        return
+    fi
+    export AS_INTROSPECTION_ENDPOINT="${issuer%/}/token/introspection"
+    export AS_INTROSPECTION_CLIENT_ID="${AS_INTROSPECTION_CLIENT_ID:-mcpd-introspector}"
+    export AS_INTROSPECTION_CLIENT_SECRET="${AS_INTROSPECTION_CLIENT_SECRET:-mcpd-introspector-secret}"
+    export AS_ISSUER="$issuer" AS_JWKS_URI="${issuer%/}/jwks"
+    mcpd_extra="$(python3 -c 'import os,sys; print(os.path.expandvars(sys.stdin.read()))' <<<"$mcpd_extra")"
+    cat >"$LOGS/$name.mcpd.toml" <<EOF
+[server]
+listen = "127.0.0.1:$port"
+
+[auth]
+enabled = true
+resource = "http://127.0.0.1:$port/mcp"
+authorization_servers = ["$issuer"]
+issuer = "$issuer"
+jwks_url = "${issuer%/}/jwks"
+required_scopes = ["mcp:tools"]
+scopes_supported = ["mcp:tools", "mcp:admin"]
+leeway_seconds = 0
+jwks_min_refresh_secs = 1
+$mcpd_extra
+
+[auth.tool_scopes]
+server_stats = ["mcp:admin"]
+EOF
+    "$MCPD_BIN" --config "$LOGS/$name.mcpd.toml" >"$LOGS/$name.mcpd.out" 2>"$LOGS/$name.mcpd.err" &
+    mcpd_pid=$!
+    PIDS+=("$mcpd_pid")
+    for i in $(seq 100); do grep -q '^mcpd listening on ' "$LOGS/$name.mcpd.out" && break; sleep 0.1; done
+    if ! grep -q '^mcpd listening on ' "$LOGS/$name.mcpd.out"; then
+        record "FAIL $name/oauth:setup: mcpd did not start: $(tail -c 300 "$LOGS/$name.mcpd.err" | tr '\n' ' ')"
+        stop_all
+        return
+    fi
+    local url="http://127.0.0.1:$port/mcp"
+    local cenv=(MCP_URL="$url" OAUTH_CHECKS="$checks" OAUTH_EXPECT_TOKEN="$expect")
+    run_client "$name/ts-" "$LOGS/$name.ts.out" env "${cenv[@]}" bash -c 'cd "$1" && exec node client-oauth.mjs' _ "$ICACHE/node"
+    if [ "$name" != dpop ]; then
+        run_client "$name/py-" "$LOGS/$name.py.out" env "${cenv[@]}" "$ICACHE/venv/bin/python" "$INTEROP/client_oauth.py" modern
+        run_client "$name/py-legacy-" "$LOGS/$name.py-legacy.out" env "${cenv[@]}" "$ICACHE/venv/bin/python" "$INTEROP/client_oauth.py" legacy
+    fi
+    stop_all
+}
+
+for s in "${SCENARIOS[@]}"; do run_scenario "$s"; done
+finish
