@@ -398,19 +398,23 @@ impl Authenticator {
             .is_none_or(|need| principal.missing(need).is_empty())
     }
 
-    /// `WWW-Authenticate` for a 401 (or 400).
+    /// `WWW-Authenticate` for a 401 (or 400). Every one names the scopes a
+    /// request needs at least (MCP 2025-11-25: a client whose token expired
+    /// or was refused asks for these, not for all of `scopes_supported`).
     pub fn challenge(&self, e: &AuthError) -> String {
         let rm = format!("resource_metadata=\"{}\"", self.metadata_url);
-        let scope = self.config.required_scopes.join(" ");
+        let scope = match self.config.required_scopes.join(" ") {
+            s if s.is_empty() => s,
+            s => format!(", scope=\"{s}\""),
+        };
         match e {
-            AuthError::Missing if scope.is_empty() => format!("Bearer {rm}"),
-            AuthError::Missing => format!("Bearer {rm}, scope=\"{scope}\""),
+            AuthError::Missing => format!("Bearer {rm}{scope}"),
             AuthError::Invalid { description, .. } => format!(
-                "Bearer error=\"invalid_token\", error_description=\"{}\", {rm}",
+                "Bearer error=\"invalid_token\", error_description=\"{}\", {rm}{scope}",
                 quote(description)
             ),
             AuthError::BadRequest(d) => format!(
-                "Bearer error=\"invalid_request\", error_description=\"{}\", {rm}",
+                "Bearer error=\"invalid_request\", error_description=\"{}\", {rm}{scope}",
                 quote(d)
             ),
         }

@@ -162,6 +162,9 @@ fn assert_invalid(r: &Reply, why: &str) {
         h.contains(&format!("resource_metadata=\"{METADATA}\"")),
         "{h}"
     );
+    // The scopes to ask for again (a client must not fall back to all of
+    // scopes_supported).
+    assert!(h.ends_with(", scope=\"mcp\""), "{h}");
     assert!(
         h.to_lowercase().contains(&why.to_lowercase()),
         "{h} should say {why:?}"
@@ -277,7 +280,9 @@ async fn every_bad_token_gets_401_with_the_spec_challenge() {
         )
         .await;
     assert_eq!(r.status, 400);
-    assert!(www_authenticate(&r).starts_with("Bearer error=\"invalid_request\""));
+    let h = www_authenticate(&r);
+    assert!(h.starts_with("Bearer error=\"invalid_request\""), "{h}");
+    assert!(h.ends_with(", scope=\"mcp\""), "{h}");
 }
 
 /// A token signed with a key the JWKS does not have: refused, and the JWKS
