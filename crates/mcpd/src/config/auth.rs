@@ -105,6 +105,17 @@ impl AuthSection {
         if self.issuer.is_empty() {
             return Err(bad("auth.issuer", "set the issuer (iss) tokens must carry"));
         }
+        // Clients fetch each advertised server's metadata and stop unless
+        // its `issuer` is the advertised string exactly (RFC 8414 §3.3).
+        if !self.authorization_servers.contains(&self.issuer) {
+            return Err(bad(
+                "auth.issuer",
+                format!(
+                    "{:?} is not among auth.authorization_servers {:?} string for string (a trailing slash counts); clients compare them exactly",
+                    self.issuer, self.authorization_servers
+                ),
+            ));
+        }
         let sources = [
             !self.jwks_url.is_empty(),
             !self.jwks_file.is_empty(),
@@ -192,4 +203,37 @@ fn is_local(url: &str) -> bool {
         None => authority.split(':').next().unwrap_or(""),
     };
     matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enabled(issuer: &str, servers: &[&str]) -> AuthSection {
+        AuthSection {
+            enabled: true,
+            resource: "https://mcp.example.com/mcp".into(),
+            authorization_servers: servers.iter().map(|s| s.to_string()).collect(),
+            issuer: issuer.into(),
+            jwks_url: "https://auth.example.com/jwks".into(),
+            ..AuthSection::default()
+        }
+    }
+
+    #[test]
+    fn the_issuer_must_be_an_advertised_server_string_for_string() {
+        let a = "https://auth.example.com";
+        assert!(enabled(a, &[a]).validate().is_ok());
+        let err = enabled(a, &["https://auth.example.com/"])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("auth.issuer: "), "{err}");
+        assert!(
+            err.contains("\"https://auth.example.com\"")
+                && err.contains("[\"https://auth.example.com/\"]"),
+            "names both values: {err}"
+        );
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
 }
