@@ -1192,7 +1192,7 @@ fn assert_not_complete(r: &Reply, id: &Value) {
 /// malformed `inputResponses` → a JSON-RPC error.
 #[tokio::test]
 async fn mrtr_refuses_altered_state_and_asks_again() {
-    let s = TestServer::start();
+    let s = TestServer::start_configured(|c| c.admin.listen = Some("127.0.0.1:0".into()));
     let c = s.client();
     let params = tool(
         "ask_user",
@@ -1238,6 +1238,23 @@ async fn mrtr_refuses_altered_state_and_asks_again() {
     let retry = retry_params(&params, Some(answer), Some(&ir["requestState"]));
     let done = call(&c, "tools/call", retry).await;
     assert_eq!(tool_text(&done), "blue");
+
+    // Each refusal is counted by its reason, for the operator.
+    let admin = s.admin_url.clone().expect("admin listener");
+    let text = reqwest::get(format!("{admin}/metrics"))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("metrics");
+    let refused = |reason: &str| -> f64 {
+        let series = format!("mcpd_request_state_refused_total{{reason=\"{reason}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(refused("altered") >= 1.0, "the tampered state:\n{text}");
+    assert!(refused("malformed") >= 1.0, "the garbage states:\n{text}");
 }
 
 /// R13.11: an answer of the wrong shape for its question (an elicitation
