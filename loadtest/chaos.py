@@ -542,6 +542,15 @@ class McpClient:
         resp = conn.getresponse()
         return conn, sock, resp
 
+    def _get_broke(self, c, kind: str, backoff: float, deadline: float) -> float:
+        """A resuming GET that failed before its stream began: counted as a
+        break, then a pause; returns the next (doubled) pause."""
+        c.resumes["break"] += 1
+        self.stats.resume("break")
+        self.stats.break_kind(kind)
+        time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+        return min(2.0, backoff * 2)
+
     @staticmethod
     def _close(conn, sock, resp) -> None:
         for f in (lambda: sock.shutdown(socket.SHUT_RDWR), resp.close, conn.close, sock.close):
@@ -758,11 +767,7 @@ class McpClient:
                     return
                 except (OSError, http.client.HTTPException) as e:
                     last_get = f"GET #{gets}: {e!r}"
-                    c.resumes["break"] += 1
-                    self.stats.resume("break")
-                    self.stats.break_kind(f"GET connection error {type(e).__name__}")
-                    time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
-                    backoff = min(2.0, backoff * 2)
+                    backoff = self._get_broke(c, f"GET connection error {type(e).__name__}", backoff, deadline)
                     continue
                 upstream = resp.getheader("X-Chaos-Upstream")
                 stream = {"kind": "GET", "status": resp.status, "upstream": upstream, "events": 0,
@@ -776,11 +781,7 @@ class McpClient:
                 stream["end"] = "http error"
                 last_get = f"GET #{gets}: HTTP {resp.status} {short(body)}"
                 if resp.status in (502, 504):  # nginx: the replica it tried died; resume again
-                    c.resumes["break"] += 1
-                    self.stats.resume("break")
-                    self.stats.break_kind(f"GET HTTP {resp.status}")
-                    time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
-                    backoff = min(2.0, backoff * 2)
+                    backoff = self._get_broke(c, f"GET HTTP {resp.status}", backoff, deadline)
                     continue
                 if resp.status == 404:
                     self.stats.count("sessions_lost")

@@ -118,7 +118,7 @@ impl RedisStore {
     }
 
     fn stream_key(&self, session: &str, stream: &str) -> String {
-        self.key(session, &format!("e:{stream}"))
+        format!("{}{{{session}}}:e:{stream}", self.cfg.prefix)
     }
 }
 

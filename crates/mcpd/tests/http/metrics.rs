@@ -11,7 +11,8 @@ use serde_json::json;
 use crate::server::TestServer;
 use crate::*;
 
-async fn scrape(admin: &str) -> String {
+/// `/metrics` of the admin listener at `admin`, checked to be Prometheus text.
+pub(crate) async fn scrape(admin: &str) -> String {
     let r = reqwest::get(format!("{admin}/metrics"))
         .await
         .expect("scrape");
@@ -27,7 +28,7 @@ async fn scrape(admin: &str) -> String {
 }
 
 /// The value of the sample `series` (name with labels, exactly as rendered).
-fn sample(text: &str, series: &str) -> f64 {
+pub(crate) fn sample(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|l| {
             l.strip_prefix(series)

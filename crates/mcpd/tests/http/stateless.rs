@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::metrics::{sample, scrape};
 use crate::server::TestServer;
 use crate::*;
 
@@ -1241,17 +1242,12 @@ async fn mrtr_refuses_altered_state_and_asks_again() {
 
     // Each refusal is counted by its reason, for the operator.
     let admin = s.admin_url.clone().expect("admin listener");
-    let text = reqwest::get(format!("{admin}/metrics"))
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("metrics");
-    let refused = |reason: &str| -> f64 {
-        let series = format!("mcpd_request_state_refused_total{{reason=\"{reason}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&series)?.trim().parse().ok())
-            .unwrap_or(0.0)
+    let text = scrape(&admin).await;
+    let refused = |reason: &str| {
+        sample(
+            &text,
+            &format!("mcpd_request_state_refused_total{{reason=\"{reason}\"}}"),
+        )
     };
     assert!(refused("altered") >= 1.0, "the tampered state:\n{text}");
     assert!(refused("malformed") >= 1.0, "the garbage states:\n{text}");
