@@ -1,23 +1,30 @@
-//! mcpd as an OAuth 2.1 resource server (`spec/authorization.md`): bearer
-//! JWT access tokens checked against the authorization server's keys, the
-//! audience (RFC 8707) and issuer, scopes required per method and per tool,
-//! the RFC 9728 Protected Resource Metadata document and the exact
-//! `WWW-Authenticate` challenges. Also the token-bucket rate limiter.
+//! mcpd as an OAuth 2.1 resource server (`spec/authorization.md`): JWT
+//! access tokens checked against the authorization server's keys, opaque
+//! ones introspected (RFC 7662), DPoP-bound ones (RFC 9449) accepted only
+//! with a proof of their key; the audience (RFC 8707) and issuer, scopes
+//! required per method and per tool, the RFC 9728 Protected Resource
+//! Metadata document and the exact `WWW-Authenticate` challenges. Also the
+//! token-bucket rate limiter.
 //!
 //! Nothing here knows HTTP frameworks: the HTTP layer asks
 //! [`Authenticator::authenticate`] for a [`Principal`] and renders the
 //! [`AuthError`] it may get back. Tokens are never logged and never
 //! forwarded anywhere.
 
+mod dpop;
+mod introspect;
 mod keys;
 pub mod ratelimit;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::Validation;
 use serde_json::{json, Value};
 
+pub use dpop::{thumbprint, DpopMode, MemoryReplayCache, ReplayCache};
+pub use introspect::IntrospectionConfig;
 pub use jsonwebtoken::{Algorithm, AlgorithmFamily};
 pub use keys::{parse_key_text, JwksPolicy, Key, KeySource, KeyStore};
 pub use ratelimit::{RateLimiter, RateSpec};
@@ -45,6 +52,12 @@ pub struct AuthConfig {
     pub resource_name: Option<String>,
     pub resource_documentation: Option<String>,
     pub hide_unauthorized_tools: bool,
+    /// Opaque tokens (and every token when no keys are configured) are
+    /// introspected here.
+    pub introspection: Option<IntrospectionConfig>,
+    pub dpop: DpopMode,
+    /// How old a DPoP proof's `iat` may be (plus the leeway).
+    pub dpop_max_age: Duration,
 }
 
 /// The caller, from a valid token.
@@ -54,6 +67,8 @@ pub struct Principal {
     pub subject: String,
     pub client_id: Option<String>,
     pub scopes: BTreeSet<String>,
+    /// The token is bound to a DPoP key (and came with its proof).
+    pub dpop_bound: bool,
 }
 
 impl Principal {
@@ -87,6 +102,19 @@ pub enum AuthError {
     /// A malformed authorization request: 400 `invalid_request`.
     #[error("{0}")]
     BadRequest(String),
+    /// A request with the `DPoP` scheme that does not pass: 401 with the
+    /// error (`invalid_token` or `invalid_dpop_proof`) on the DPoP
+    /// challenge.
+    #[error("{description}")]
+    Dpop {
+        reason: &'static str,
+        error: &'static str,
+        description: String,
+    },
+    /// The token cannot be checked now (the introspection endpoint or the
+    /// DPoP replay cache does not answer): 503, the token may be fine.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl AuthError {
@@ -94,8 +122,9 @@ impl AuthError {
     pub fn reason(&self) -> &'static str {
         match self {
             AuthError::Missing => "missing_token",
-            AuthError::Invalid { reason, .. } => reason,
+            AuthError::Invalid { reason, .. } | AuthError::Dpop { reason, .. } => reason,
             AuthError::BadRequest(_) => "invalid_request",
+            AuthError::Unavailable(_) => "unavailable",
         }
     }
 
@@ -105,6 +134,45 @@ impl AuthError {
             description: description.into(),
         }
     }
+
+    fn proof(description: impl Into<String>) -> Self {
+        AuthError::Dpop {
+            reason: "invalid_dpop_proof",
+            error: "invalid_dpop_proof",
+            description: description.into(),
+        }
+    }
+
+    /// The same refusal, for a request that used the `DPoP` scheme: its
+    /// challenge is the DPoP one.
+    fn under_dpop(self) -> Self {
+        match self {
+            AuthError::Invalid {
+                reason,
+                description,
+            } => AuthError::Dpop {
+                reason,
+                error: "invalid_token",
+                description,
+            },
+            other => other,
+        }
+    }
+}
+
+/// What a request presents to be authenticated.
+#[derive(Debug, Clone, Copy)]
+pub struct Presented<'a> {
+    /// Every `Authorization` header value.
+    pub authorization: &'a [&'a str],
+    /// Every `DPoP` header value.
+    pub dpop: &'a [&'a str],
+    /// The HTTP method.
+    pub method: &'a str,
+    /// The request path (no query), as the client addressed it.
+    pub path: &'a str,
+    /// Whether the URL carried `access_token` (refused).
+    pub query_has_token: bool,
 }
 
 #[derive(serde::Deserialize)]
@@ -118,6 +186,8 @@ struct Claims {
     client_id: Option<String>,
     azp: Option<String>,
     exp: Option<u64>,
+    nbf: Option<u64>,
+    cnf: Option<Value>,
 }
 
 /// Tokens already verified, so a client sending the same token on every
@@ -125,14 +195,28 @@ struct Claims {
 /// ~0.4 ms of CPU). Entries end at the token's `exp` or after
 /// [`VERIFIED_TTL`], whichever is first; the map is cleared when full.
 const VERIFIED_MAX: usize = 10_000;
-const VERIFIED_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+const VERIFIED_TTL: Duration = Duration::from_secs(300);
 
-/// Validates bearer tokens and renders challenges and metadata.
+/// A token that passed: who, and the key it is bound to (`cnf.jkt`).
+#[derive(Clone)]
+struct Verified {
+    principal: Principal,
+    jkt: Option<String>,
+    until: Instant,
+}
+
+/// Validates access tokens (and DPoP proofs) and renders challenges and
+/// metadata.
 pub struct Authenticator {
     config: AuthConfig,
-    keys: Arc<KeyStore>,
+    keys: Option<Arc<KeyStore>>,
+    introspector: Option<introspect::Introspector>,
+    replay: Arc<dyn ReplayCache>,
     metadata_url: String,
-    verified: dashmap::DashMap<String, (Principal, std::time::Instant)>,
+    /// This server's public origin (scheme and authority of `resource`),
+    /// for the `htu` of DPoP proofs.
+    origin: String,
+    verified: dashmap::DashMap<String, Verified>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -144,8 +228,18 @@ impl std::fmt::Debug for Authenticator {
 }
 
 impl Authenticator {
-    pub fn new(config: AuthConfig, keys: KeyStore) -> Result<Self, String> {
+    /// `keys` checks JWTs; without them every token is introspected
+    /// (`config.introspection` is then needed).
+    pub fn new(config: AuthConfig, keys: Option<KeyStore>) -> Result<Self, String> {
         let metadata_url = metadata_url(&config.resource)?;
+        if keys.is_none() && config.introspection.is_none() {
+            return Err("no keys to verify tokens with and no introspection endpoint".into());
+        }
+        let introspector = config
+            .introspection
+            .clone()
+            .map(introspect::Introspector::new)
+            .transpose()?;
         for a in &config.algorithms {
             if a.family() == AlgorithmFamily::Hmac {
                 return Err(format!(
@@ -156,20 +250,35 @@ impl Authenticator {
         if config.algorithms.is_empty() {
             return Err("no algorithms allowed".into());
         }
+        let origin = {
+            let (scheme, rest) = config.resource.split_once("://").unwrap_or(("", ""));
+            format!("{scheme}://{}", rest.split('/').next().unwrap_or(""))
+        };
         Ok(Self {
             config,
             verified: dashmap::DashMap::new(),
-            keys: Arc::new(keys),
+            keys: keys.map(Arc::new),
+            introspector,
+            replay: Arc::new(MemoryReplayCache::default()),
             metadata_url,
+            origin,
         })
+    }
+
+    /// Remembers DPoP proof ids in `replay` (shared by the replicas)
+    /// instead of this process's memory.
+    pub fn with_replay_cache(mut self, replay: Arc<dyn ReplayCache>) -> Self {
+        self.replay = replay;
+        self
     }
 
     pub fn config(&self) -> &AuthConfig {
         &self.config
     }
 
-    pub fn keys(&self) -> &Arc<KeyStore> {
-        &self.keys
+    /// The JWT verification keys, when configured.
+    pub fn keys(&self) -> Option<&Arc<KeyStore>> {
+        self.keys.as_ref()
     }
 
     /// The absolute URL of this resource's metadata document (the value of
@@ -205,61 +314,203 @@ impl Authenticator {
         if let Some(d) = &self.config.resource_documentation {
             doc["resource_documentation"] = json!(d);
         }
+        if self.config.dpop != DpopMode::Off {
+            doc["dpop_signing_alg_values_supported"] = json!(self.dpop_algs());
+        }
+        if self.config.dpop == DpopMode::Required {
+            doc["dpop_bound_access_tokens_required"] = json!(true);
+        }
         doc
     }
 
-    /// Validates the `Authorization` header values of one request (all of
-    /// them: a token sent twice is a bad request). `query_has_token` says
-    /// whether the URL carried `access_token`, which is refused.
-    pub async fn authenticate(
-        &self,
-        authorization: &[&str],
-        query_has_token: bool,
-    ) -> Result<Principal, AuthError> {
-        if query_has_token {
+    /// The algorithms DPoP proofs may use (those accepted for tokens).
+    fn dpop_algs(&self) -> Vec<String> {
+        self.config
+            .algorithms
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect()
+    }
+
+    /// Authenticates one request: its token (the `Authorization` header,
+    /// exactly one) and, for a DPoP-bound token, its proof.
+    pub async fn authenticate(&self, req: &Presented<'_>) -> Result<Principal, AuthError> {
+        if req.query_has_token {
             return Err(AuthError::BadRequest(
                 "access tokens are accepted only in the Authorization header, not in the URL"
                     .into(),
             ));
         }
-        let token = match authorization {
+        let (dpop_scheme, token) = match req.authorization {
             [] => return Err(AuthError::Missing),
-            [one] => bearer(one)?,
+            [one] => credentials(one)?,
             _ => {
                 return Err(AuthError::BadRequest(
                     "more than one Authorization header".into(),
                 ))
             }
         };
-        self.validate(token).await
-    }
-
-    async fn validate(&self, token: &str) -> Result<Principal, AuthError> {
-        if let Some(hit) = self.verified.get(token) {
-            if std::time::Instant::now() < hit.1 {
-                return Ok(hit.0.clone());
+        let mode = self.config.dpop;
+        if dpop_scheme && mode == DpopMode::Off {
+            return Err(AuthError::invalid(
+                "this server does not accept DPoP (auth.dpop = \"off\"): send the token as Authorization: Bearer <token>",
+            ));
+        }
+        let verified =
+            self.validate(token)
+                .await
+                .map_err(|e| if dpop_scheme { e.under_dpop() } else { e })?;
+        match (dpop_scheme, &verified.jkt) {
+            (false, Some(_)) if mode == DpopMode::Off => Err(AuthError::Invalid {
+                reason: "dpop_bound",
+                description: "This access token is bound to a DPoP key (cnf.jkt) and this server does not accept DPoP (auth.dpop = off)".into(),
+            }),
+            (false, Some(_)) => Err(AuthError::Dpop {
+                reason: "dpop_bound",
+                error: "invalid_token",
+                description: "This access token is bound to a DPoP key (cnf.jkt): send it as Authorization: DPoP <token>, with a DPoP proof header".into(),
+            }),
+            (false, None) if mode == DpopMode::Required => Err(AuthError::Dpop {
+                reason: "dpop_required",
+                error: "invalid_token",
+                description: "This server accepts only DPoP-bound access tokens (auth.dpop = required)".into(),
+            }),
+            (false, None) => Ok(verified.principal),
+            (true, None) => Err(AuthError::Dpop {
+                reason: "invalid_token",
+                error: "invalid_token",
+                description: "This access token is not bound to a DPoP key (no cnf.jkt): send it as Authorization: Bearer <token>".into(),
+            }),
+            (true, Some(jkt)) => {
+                self.check_proof(req, token, jkt).await?;
+                Ok(verified.principal)
             }
         }
-        let (principal, exp) = self.verify(token).await?;
-        let now_unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let left = std::time::Duration::from_secs(exp.saturating_sub(now_unix));
+    }
+
+    /// The DPoP proof of a request with a bound token (RFC 9449 §4.3,
+    /// §7.1), replays included.
+    async fn check_proof(
+        &self,
+        req: &Presented<'_>,
+        token: &str,
+        jkt: &str,
+    ) -> Result<(), AuthError> {
+        let proof = match req.dpop {
+            [one] => one.trim(),
+            [] => {
+                return Err(AuthError::proof(
+                    "a DPoP-bound token needs a DPoP proof header",
+                ))
+            }
+            _ => return Err(AuthError::proof("more than one DPoP header")),
+        };
+        let url = format!("{}{}", self.origin, req.path);
+        let want = dpop::Expected {
+            method: req.method,
+            url: &url,
+            token,
+            jkt,
+        };
+        let leeway = Duration::from_secs(self.config.leeway_secs);
+        let claims = dpop::check(
+            proof,
+            &want,
+            &self.config.algorithms,
+            self.config.dpop_max_age,
+            leeway,
+        )
+        .map_err(AuthError::proof)?;
+        let key = dpop::replay_key(jkt, claims.jti.as_deref().unwrap_or(""));
+        match self
+            .replay
+            .first_use(&key, self.config.dpop_max_age + 2 * leeway)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(AuthError::proof(
+                "this DPoP proof was used before (its jti): make a new proof for each request",
+            )),
+            Err(e) => Err(AuthError::Unavailable(format!(
+                "DPoP proofs cannot be checked for replay now: {e}"
+            ))),
+        }
+    }
+
+    async fn validate(&self, token: &str) -> Result<Verified, AuthError> {
+        let now = Instant::now();
+        if let Some(hit) = self.verified.get(token) {
+            if now < hit.until {
+                return Ok(hit.clone());
+            }
+        }
+        let is_jwt = self.keys.is_some() && looks_like_jwt(token);
+        let (claims, bound) = match &self.introspector {
+            Some(i) if !is_jwt => {
+                let doc = i.introspect(token).await?;
+                (self.introspected(doc)?, i.cache_for())
+            }
+            _ => (self.verify(token).await?, VERIFIED_TTL),
+        };
+        let exp = claims.exp.unwrap_or(0);
+        let jkt = dpop::bound_key(claims.cnf.as_ref());
+        let principal = self.principal(claims, jkt.is_some())?;
+        let left = Duration::from_secs(exp.saturating_sub(unix_now()));
         if self.verified.len() >= VERIFIED_MAX {
             self.verified.clear();
         }
-        self.verified.insert(
-            token.to_owned(),
-            (
-                principal.clone(),
-                std::time::Instant::now() + left.min(VERIFIED_TTL),
-            ),
-        );
-        Ok(principal)
+        let hit = Verified {
+            principal,
+            jkt,
+            until: now + left.min(bound),
+        };
+        self.verified.insert(token.to_owned(), hit.clone());
+        Ok(hit)
     }
 
-    /// The full check of a token not seen before: its principal and `exp`.
-    async fn verify(&self, token: &str) -> Result<(Principal, u64), AuthError> {
+    /// The claims of an introspected active token, checked like a JWT's:
+    /// `exp` and `nbf` (an authorization server's clock may differ), an
+    /// issuer when named (the server asked vouches for its own tokens),
+    /// and the audience (in [`principal`](Self::principal)).
+    fn introspected(&self, doc: Value) -> Result<Claims, AuthError> {
+        let mut c: Claims = serde_json::from_value(doc).map_err(|e| {
+            AuthError::invalid(format!("the introspection answer is malformed: {e}"))
+        })?;
+        let now = unix_now();
+        let leeway = self.config.leeway_secs;
+        match c.exp {
+            Some(exp) if exp + leeway <= now => {
+                return Err(AuthError::Invalid {
+                    reason: "expired",
+                    description: "The access token expired".into(),
+                })
+            }
+            Some(_) => {}
+            // No expiry named: kept no longer than the cache bound.
+            None => c.exp = Some(u64::MAX),
+        }
+        if c.nbf.is_some_and(|nbf| nbf > now + leeway) {
+            return Err(AuthError::invalid(
+                "The access token is not valid yet (nbf)",
+            ));
+        }
+        if c.iss.is_none() {
+            c.iss = self.config.issuers.first().cloned();
+        }
+        if c.sub.as_deref().is_none_or(str::is_empty) {
+            // client_credentials: the client is the subject.
+            c.sub = c.client_id.clone();
+        }
+        Ok(c)
+    }
+
+    /// The full check of a JWT not seen before: its claims.
+    async fn verify(&self, token: &str) -> Result<Claims, AuthError> {
+        let Some(keys) = &self.keys else {
+            return Err(AuthError::invalid(
+                "the access token is not a well-formed JWT",
+            ));
+        };
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| AuthError::invalid("the access token is not a well-formed JWT"))?;
         if !self.config.algorithms.contains(&header.alg) {
@@ -276,8 +527,7 @@ impl Authenticator {
                 )));
             }
         }
-        let candidates: Vec<Key> = self
-            .keys
+        let candidates: Vec<Key> = keys
             .candidates(header.kid.as_deref())
             .await
             .into_iter()
@@ -297,10 +547,7 @@ impl Authenticator {
         let mut last = None;
         for k in &candidates {
             match jsonwebtoken::decode::<Claims>(token, &k.key, &validation) {
-                Ok(data) => {
-                    let exp = data.claims.exp.unwrap_or(0);
-                    return self.principal(data.claims).map(|p| (p, exp));
-                }
+                Ok(data) => return Ok(data.claims),
                 Err(e) => last = Some(e),
             }
         }
@@ -323,7 +570,7 @@ impl Authenticator {
         })
     }
 
-    fn principal(&self, c: Claims) -> Result<Principal, AuthError> {
+    fn principal(&self, c: Claims, dpop_bound: bool) -> Result<Principal, AuthError> {
         let issuer = c.iss.unwrap_or_default();
         if !self.config.issuers.contains(&issuer) {
             return Err(AuthError::Invalid {
@@ -371,6 +618,7 @@ impl Authenticator {
             subject,
             client_id: c.client_id.or(c.azp),
             scopes,
+            dpop_bound,
         })
     }
 
@@ -401,35 +649,79 @@ impl Authenticator {
     /// `WWW-Authenticate` for a 401 (or 400). Every one names the scopes a
     /// request needs at least (MCP 2025-11-25: a client whose token expired
     /// or was refused asks for these, not for all of `scopes_supported`).
+    /// With DPoP on, a `DPoP` challenge with `algs` follows the `Bearer`
+    /// one (RFC 9449 §7.1); the error goes on the scheme the client used.
     pub fn challenge(&self, e: &AuthError) -> String {
-        let rm = format!("resource_metadata=\"{}\"", self.metadata_url);
-        let scope = match self.config.required_scopes.join(" ") {
-            s if s.is_empty() => s,
-            s => format!(", scope=\"{s}\""),
+        let (bearer, dpop) = match e {
+            AuthError::Missing | AuthError::Unavailable(_) => (None, None),
+            AuthError::Invalid { description, .. } => (Some(("invalid_token", description)), None),
+            AuthError::BadRequest(d) => (Some(("invalid_request", d)), None),
+            AuthError::Dpop {
+                error, description, ..
+            } => (None, Some((*error, description))),
         };
-        match e {
-            AuthError::Missing => format!("Bearer {rm}{scope}"),
-            AuthError::Invalid { description, .. } => format!(
-                "Bearer error=\"invalid_token\", error_description=\"{}\", {rm}{scope}",
-                quote(description)
-            ),
-            AuthError::BadRequest(d) => format!(
-                "Bearer error=\"invalid_request\", error_description=\"{}\", {rm}{scope}",
-                quote(d)
-            ),
+        let needed = self.config.required_scopes.join(" ");
+        let mut out = Vec::with_capacity(2);
+        if self.config.dpop != DpopMode::Required || bearer.is_some() {
+            out.push(self.render("Bearer", bearer, &needed));
         }
+        if self.config.dpop != DpopMode::Off {
+            out.push(self.render("DPoP", dpop, &needed));
+        }
+        out.join(", ")
     }
 
     /// `WWW-Authenticate` for a 403: everything the operation needs (granted
-    /// or not), so a client stepping up keeps what it has.
-    pub fn insufficient_scope(&self, needed: &[String], missing: &[&str]) -> String {
-        format!(
-            "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", error_description=\"{}\"",
-            needed.join(" "),
-            self.metadata_url,
-            quote(&format!("This request needs the scope {}", missing.join(" ")))
-        )
+    /// or not), so a client stepping up keeps what it has; on the scheme
+    /// the principal's token uses.
+    pub fn insufficient_scope(&self, p: &Principal, needed: &[String], missing: &[&str]) -> String {
+        let d = format!("This request needs the scope {}", missing.join(" "));
+        let scheme = if p.dpop_bound { "DPoP" } else { "Bearer" };
+        self.render(scheme, Some(("insufficient_scope", &d)), &needed.join(" "))
     }
+
+    /// One challenge: `error` and its description first, then (DPoP)
+    /// `algs`, `resource_metadata` and `scope` when any is needed.
+    fn render(&self, scheme: &str, error: Option<(&str, &String)>, scope: &str) -> String {
+        let mut params = Vec::with_capacity(5);
+        if let Some((code, d)) = error {
+            params.push(format!("error=\"{code}\""));
+            params.push(format!("error_description=\"{}\"", quote(d)));
+        }
+        if scheme == "DPoP" {
+            params.push(format!("algs=\"{}\"", self.dpop_algs().join(" ")));
+        }
+        params.push(format!("resource_metadata=\"{}\"", self.metadata_url));
+        if !scope.is_empty() {
+            params.push(format!("scope=\"{scope}\""));
+        }
+        format!("{scheme} {}", params.join(", "))
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Three base64url segments with a JSON header: a JWS compact token.
+fn looks_like_jwt(token: &str) -> bool {
+    token.split('.').count() == 3 && jsonwebtoken::decode_header(token).is_ok()
+}
+
+/// The scheme (`true` for DPoP) and token of an `Authorization` value.
+fn credentials(value: &str) -> Result<(bool, &str), AuthError> {
+    let value = value.trim();
+    let (scheme, _) = value.split_once(' ').unwrap_or((value, ""));
+    if scheme.eq_ignore_ascii_case("dpop") {
+        let token = value[scheme.len()..].trim();
+        if token.is_empty() {
+            return Err(AuthError::invalid("the DPoP token is empty"));
+        }
+        return Ok((true, token));
+    }
+    bearer(value).map(|t| (false, t))
 }
 
 fn bearer(value: &str) -> Result<&str, AuthError> {
@@ -437,7 +729,7 @@ fn bearer(value: &str) -> Result<&str, AuthError> {
     let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(AuthError::invalid(
-            "the Authorization header must use the Bearer scheme",
+            "the Authorization header must use the Bearer (or DPoP) scheme",
         ));
     }
     let token = token.trim();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{HttpRequest, HttpResponse};
-use mcpd_auth::{AuthError, Authenticator, Principal, RateLimiter};
+use mcpd_auth::{AuthError, Authenticator, Presented, Principal, RateLimiter};
 use mcpd_core::Caller;
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::Method;
@@ -59,27 +59,40 @@ impl Security {
         let principal = match &self.auth {
             None => None,
             Some(auth) => {
-                let values: Vec<&str> = req
-                    .headers()
-                    .get_all(header::AUTHORIZATION)
-                    .filter_map(|v| v.to_str().ok())
-                    .collect();
-                let in_query = req
-                    .query_string()
-                    .split('&')
-                    .any(|kv| kv.split('=').next() == Some("access_token"));
-                match auth.authenticate(&values, in_query).await {
+                let values = |name| -> Vec<&str> {
+                    req.headers()
+                        .get_all(name)
+                        .filter_map(|v| v.to_str().ok())
+                        .collect()
+                };
+                let authorization = values(header::AUTHORIZATION.as_str());
+                let dpop = values("dpop");
+                let presented = Presented {
+                    authorization: &authorization,
+                    dpop: &dpop,
+                    method: req.method().as_str(),
+                    path: req.path(),
+                    query_has_token: req
+                        .query_string()
+                        .split('&')
+                        .any(|kv| kv.split('=').next() == Some("access_token")),
+                };
+                match auth.authenticate(&presented).await {
                     Ok(p) => Some(p),
                     Err(e) => {
                         metrics
                             .auth_rejections
                             .with_label_values(&[e.reason()])
                             .inc();
-                        tracing::info!(
-                            reason = e.reason(),
-                            "request refused: {}",
-                            Clean(&e.to_string())
-                        );
+                        if let AuthError::Unavailable(why) = &e {
+                            tracing::warn!("request refused with 503: {}", Clean(why));
+                        } else {
+                            tracing::info!(
+                                reason = e.reason(),
+                                "request refused: {}",
+                                Clean(&e.to_string())
+                            );
+                        }
                         return Err(unauthorized(auth, &e));
                     }
                 }
@@ -104,6 +117,7 @@ impl Security {
                     return Err(insufficient_scope(
                         auth,
                         metrics,
+                        p,
                         "this endpoint",
                         &needed,
                         &missing,
@@ -210,7 +224,9 @@ impl Security {
                     Some(t) => format!("calling tool {t:?}"),
                     None => r.method.clone(),
                 };
-                return Err(insufficient_scope(auth, metrics, &what, &needed, &missing));
+                return Err(insufficient_scope(
+                    auth, metrics, p, &what, &needed, &missing,
+                ));
             }
         }
         Ok(())
@@ -261,6 +277,7 @@ fn upstream_scopes(
 fn insufficient_scope(
     auth: &Authenticator,
     metrics: &Metrics,
+    principal: &Principal,
     what: &str,
     needed: &[String],
     missing: &[&str],
@@ -271,19 +288,27 @@ fn insufficient_scope(
         .inc();
     HttpError::Unauthorized {
         status: StatusCode::FORBIDDEN,
-        challenge: auth.insufficient_scope(needed, missing),
+        challenge: auth.insufficient_scope(principal, needed, missing),
         message: format!("Forbidden: {what} needs the scope {}", missing.join(" ")),
     }
 }
 
 fn unauthorized(auth: &Authenticator, e: &AuthError) -> HttpError {
+    if let AuthError::Unavailable(why) = e {
+        return HttpError::Unavailable(format!(
+            "the access token cannot be checked now ({why}); retry shortly"
+        ));
+    }
     let status = match e {
         AuthError::BadRequest(_) => StatusCode::BAD_REQUEST,
         _ => StatusCode::UNAUTHORIZED,
     };
     let message = match e {
         AuthError::Missing => "Unauthorized: this server requires a bearer token (OAuth 2.1); see the resource_metadata in WWW-Authenticate".to_string(),
-        AuthError::Invalid { description, .. } => format!("Unauthorized: {description}"),
+        AuthError::Invalid { description, .. } | AuthError::Dpop { description, .. } => {
+            format!("Unauthorized: {description}")
+        }
+        AuthError::Unavailable(d) => d.clone(),
         AuthError::BadRequest(d) => format!("Bad Request: {d}"),
     };
     HttpError::Unauthorized {
@@ -323,7 +348,7 @@ pub async fn metadata(
 }
 
 /// Request headers a browser MCP client sends (both eras).
-const ALLOW_HEADERS: &str = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
+const ALLOW_HEADERS: &str = "Authorization, DPoP, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
 /// Response headers a browser client must be able to read.
 pub const EXPOSE_HEADERS: &str =
     "Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version, Retry-After";

@@ -19,7 +19,8 @@
 //! reaches Redis (single node, sentinel or cluster) and bounds every call;
 //! `event_log` and `directory` implement [`EventLog`](crate::EventLog) and
 //! [`SessionDirectory`](crate::SessionDirectory); `bus` is the control bus
-//! and stream ownership; `keys` the MRTR key ring shared by replicas.
+//! and stream ownership; `keys` the MRTR key ring shared by replicas;
+//! `once` keys claimed once (DPoP proof ids).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
@@ -32,6 +33,7 @@ mod connection;
 mod directory;
 mod event_log;
 mod keys;
+mod once;
 
 pub use bus::RedisBus;
 

@@ -24,6 +24,7 @@ use mcpd_store::{
 use tracing::Instrument;
 
 mod admin;
+mod auth;
 pub mod config;
 pub mod doctor;
 pub mod prelude;
@@ -88,19 +89,13 @@ pub fn serve_with(
         node,
         stateless,
         upstreams,
+        redis,
     } = build(config, extend)?;
     let invalid = |e: config::ConfigError| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
     };
-    let auth = config.auth.authenticator().map_err(invalid)?.map(Arc::new);
-    if let Some(auth) = &auth {
-        // Fetch the JWKS now, not on the first request (a failure is logged
-        // and retried when a token arrives).
-        let keys = auth.keys().clone();
-        actix_rt::spawn(async move {
-            let _ = keys.refresh().await;
-        });
-    }
+    let port = listener.local_addr()?.port();
+    let auth = auth::authenticator(config, redis.as_ref(), port).map_err(invalid)?;
     let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
     let upstream_scopes = Arc::new(
@@ -264,6 +259,8 @@ pub struct Core {
     pub stateless: Arc<Stateless>,
     /// Pass-through endpoints of the gateway: (upstream id, its core).
     pub upstreams: Vec<(String, Core)>,
+    /// The Redis store the replicas share, when configured.
+    pub redis: Option<Arc<RedisStore>>,
 }
 
 /// Builds the catalogue, stores, session manager and stateless era from
@@ -481,6 +478,7 @@ fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>, stores: 
         node,
         stateless,
         upstreams: Vec::new(),
+        redis: stores.redis.clone(),
     }
 }
 

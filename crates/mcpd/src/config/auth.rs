@@ -1,10 +1,15 @@
-//! `[auth]`: the OAuth 2.1 resource server, which checks bearer JWTs from
-//! the organisation's authorization server (`docs/security.md`).
+//! `[auth]`: the OAuth 2.1 resource server, which checks access tokens from
+//! the organisation's authorization server: JWTs against its keys, opaque
+//! tokens by introspection, DPoP-bound ones with their proofs
+//! (`docs/security.md`).
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use mcpd_auth::{Algorithm, AlgorithmFamily, AuthConfig, Authenticator, JwksPolicy, KeySource};
+use mcpd_auth::{
+    Algorithm, AlgorithmFamily, AuthConfig, Authenticator, DpopMode, IntrospectionConfig,
+    JwksPolicy, KeySource,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{bad, ConfigError};
@@ -40,6 +45,20 @@ pub struct AuthSection {
     pub jwks_stale_grace_secs: u64,
     /// One log line per tool call (principal, tool, outcome; never arguments).
     pub audit_log: bool,
+    /// RFC 7662 endpoint: opaque tokens (every token, without keys) are
+    /// introspected there.
+    pub introspection_url: String,
+    pub introspection_client_id: String,
+    pub introspection_client_secret: String,
+    /// An active answer is reused at most this long (never past `exp`).
+    pub introspection_cache_secs: u64,
+    /// An inactive answer is reused this long.
+    pub introspection_negative_cache_secs: u64,
+    pub introspection_timeout_ms: u64,
+    /// `off`, `allowed` or `required`: DPoP-bound tokens (RFC 9449).
+    pub dpop: String,
+    /// How old a DPoP proof may be (its `iat`, plus the leeway).
+    pub dpop_proof_max_age_secs: u64,
 }
 
 impl Default for AuthSection {
@@ -71,6 +90,14 @@ impl Default for AuthSection {
             jwks_min_refresh_secs: p.min_refresh_interval.as_secs(),
             jwks_stale_grace_secs: p.stale_grace.as_secs(),
             audit_log: true,
+            introspection_url: String::new(),
+            introspection_client_id: String::new(),
+            introspection_client_secret: String::new(),
+            introspection_cache_secs: 60,
+            introspection_negative_cache_secs: 5,
+            introspection_timeout_ms: 3000,
+            dpop: "allowed".into(),
+            dpop_proof_max_age_secs: 60,
         }
     }
 }
@@ -121,17 +148,74 @@ impl AuthSection {
             !self.jwks_file.is_empty(),
             !self.key_files.is_empty(),
         ];
-        if sources.iter().filter(|s| **s).count() != 1 {
-            return Err(bad(
-                "auth.jwks_url",
-                "set exactly one of auth.jwks_url, auth.jwks_file, auth.key_files",
-            ));
+        let introspects = !self.introspection_url.is_empty();
+        match sources.iter().filter(|s| **s).count() {
+            0 if introspects => {}
+            0 => {
+                return Err(bad(
+                    "auth.jwks_url",
+                    "set one of auth.jwks_url, auth.jwks_file, auth.key_files (JWT access tokens) or auth.introspection_url (opaque ones)",
+                ))
+            }
+            1 => {}
+            _ => {
+                return Err(bad(
+                    "auth.jwks_url",
+                    "set only one of auth.jwks_url, auth.jwks_file, auth.key_files",
+                ))
+            }
+        }
+        if introspects {
+            self.validate_introspection()?;
+        }
+        self.dpop_mode().map_err(|e| bad("auth.dpop", e))?;
+        if !(1..=3600).contains(&self.dpop_proof_max_age_secs) {
+            return Err(bad("auth.dpop_proof_max_age_secs", "between 1 and 3600"));
         }
         self.algorithms().map_err(|e| bad("auth.algorithms", e))?;
         if self.leeway_seconds > 300 {
             return Err(bad("auth.leeway_seconds", "at most 300"));
         }
         Ok(())
+    }
+
+    fn validate_introspection(&self) -> Result<(), ConfigError> {
+        let url = self.introspection_url.to_ascii_lowercase();
+        let local_http = url.starts_with("http://") && is_local(&url);
+        if !url.starts_with("https://") && !local_http {
+            return Err(bad(
+                "auth.introspection_url",
+                "must be an https URL (http only for localhost): mcpd sends its client secret and the tokens there",
+            ));
+        }
+        if self.introspection_client_id.is_empty() || self.introspection_client_secret.is_empty() {
+            return Err(bad(
+                "auth.introspection_client_id",
+                "introspection needs mcpd's client credentials at the authorization server: set auth.introspection_client_id and auth.introspection_client_secret (or MCPD_AUTH_INTROSPECTION_CLIENT_SECRET)",
+            ));
+        }
+        if self.introspection_cache_secs > 3600 {
+            return Err(bad(
+                "auth.introspection_cache_secs",
+                "at most 3600: a revoked token is accepted until its cached answer ends",
+            ));
+        }
+        if !(100..=60_000).contains(&self.introspection_timeout_ms) {
+            return Err(bad(
+                "auth.introspection_timeout_ms",
+                "between 100 and 60000",
+            ));
+        }
+        Ok(())
+    }
+
+    fn dpop_mode(&self) -> Result<DpopMode, String> {
+        match self.dpop.as_str() {
+            "off" => Ok(DpopMode::Off),
+            "allowed" => Ok(DpopMode::Allowed),
+            "required" => Ok(DpopMode::Required),
+            other => Err(format!("{other:?}: use off, allowed or required")),
+        }
     }
 
     fn algorithms(&self) -> Result<Vec<Algorithm>, String> {
@@ -157,11 +241,15 @@ impl AuthSection {
             return Ok(None);
         }
         let source = if !self.jwks_url.is_empty() {
-            KeySource::JwksUrl(self.jwks_url.clone())
+            Some(KeySource::JwksUrl(self.jwks_url.clone()))
         } else if !self.jwks_file.is_empty() {
-            KeySource::Files(vec![self.jwks_file.clone().into()])
+            Some(KeySource::Files(vec![self.jwks_file.clone().into()]))
+        } else if !self.key_files.is_empty() {
+            Some(KeySource::Files(
+                self.key_files.iter().map(Into::into).collect(),
+            ))
         } else {
-            KeySource::Files(self.key_files.iter().map(Into::into).collect())
+            None
         };
         let policy = JwksPolicy {
             max_age: Duration::from_secs(self.jwks_max_age_secs.max(1)),
@@ -169,8 +257,18 @@ impl AuthSection {
             stale_grace: Duration::from_secs(self.jwks_stale_grace_secs),
             ..Default::default()
         };
-        let keys =
-            mcpd_auth::KeyStore::new(source, policy).map_err(|e| bad("auth.key_files", e))?;
+        let keys = source
+            .map(|s| mcpd_auth::KeyStore::new(s, policy))
+            .transpose()
+            .map_err(|e| bad("auth.key_files", e))?;
+        let introspection = (!self.introspection_url.is_empty()).then(|| IntrospectionConfig {
+            url: self.introspection_url.clone(),
+            client_id: self.introspection_client_id.clone(),
+            client_secret: self.introspection_client_secret.clone(),
+            cache_for: Duration::from_secs(self.introspection_cache_secs),
+            negative_cache_for: Duration::from_secs(self.introspection_negative_cache_secs),
+            timeout: Duration::from_millis(self.introspection_timeout_ms),
+        });
         let config = AuthConfig {
             resource: self.resource.clone(),
             authorization_servers: self.authorization_servers.clone(),
@@ -185,6 +283,9 @@ impl AuthSection {
             resource_name: self.resource_name.clone(),
             resource_documentation: self.resource_documentation.clone(),
             hide_unauthorized_tools: self.hide_unauthorized_tools,
+            introspection,
+            dpop: self.dpop_mode().map_err(|e| bad("auth.dpop", e))?,
+            dpop_max_age: Duration::from_secs(self.dpop_proof_max_age_secs),
         };
         Authenticator::new(config, keys)
             .map(Some)
@@ -235,5 +336,28 @@ mod tests {
             "names both values: {err}"
         );
         assert!(!err.contains('\n'), "one line: {err}");
+    }
+
+    #[test]
+    fn half_an_introspection_setup_is_refused_naming_the_key() {
+        let err = |edit: &dyn Fn(&mut AuthSection)| {
+            let mut a = enabled("https://auth.example.com", &["https://auth.example.com"]);
+            a.jwks_url.clear();
+            a.introspection_url = "https://auth.example.com/introspect".into();
+            a.introspection_client_id = "mcpd".into();
+            a.introspection_client_secret = "s".into();
+            edit(&mut a);
+            a.validate().err().map(|e| e.to_string())
+        };
+        assert_eq!(err(&|_| {}), None);
+        let e = err(&|a| a.introspection_client_secret.clear()).unwrap();
+        assert!(e.contains("auth.introspection_client_id: "), "{e}");
+        let e = err(&|a| a.introspection_url = "http://auth.example.com/i".into()).unwrap();
+        assert!(e.contains("auth.introspection_url: "), "{e}");
+        let e = err(&|a| a.introspection_url.clear()).unwrap();
+        assert!(e.contains("auth.introspection_url"), "{e}");
+        let e = err(&|a| a.dpop = "maybe".into()).unwrap();
+        assert!(e.contains("auth.dpop: "), "{e}");
+        assert_eq!(err(&|a| a.dpop = "required".into()), None);
     }
 }

@@ -3,6 +3,7 @@
 //! here, and the exact status and `WWW-Authenticate` for each case. Also
 //! session binding, scopes, rate limits and CORS.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
@@ -17,7 +18,7 @@ pub const ISSUER: &str = "https://auth.example.test";
 /// The canonical URI the server is configured with (the audience).
 pub const RESOURCE: &str = "http://127.0.0.1/mcp";
 
-fn b64(b: &[u8]) -> String {
+pub fn b64(b: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
 }
 
@@ -51,12 +52,15 @@ impl SigningKey {
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some(self.kid.clone());
         header.typ = Some("at+jwt".into());
-        let key = EncodingKey::from_ec_pem(self.pair.serialize_pem().as_bytes()).expect("key");
-        jsonwebtoken::encode(&header, claims, &key).expect("signed")
+        jsonwebtoken::encode(&header, claims, &self.encoding_key()).expect("signed")
+    }
+
+    pub fn encoding_key(&self) -> EncodingKey {
+        EncodingKey::from_ec_pem(self.pair.serialize_pem().as_bytes()).expect("key")
     }
 }
 
-fn now() -> u64 {
+pub fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -100,7 +104,7 @@ impl Jwks {
 
 /// mcpd with auth on, trusting `jwks`; `echo` open to `mcp`, `countdown`
 /// needing `tools:slow` as well.
-fn server(jwks: &Jwks, edit: impl FnOnce(&mut mcpd::Config)) -> TestServer {
+pub fn server(jwks: &Jwks, edit: impl FnOnce(&mut mcpd::Config)) -> TestServer {
     let url = jwks.url();
     TestServer::start_configured(move |c| {
         let a = &mut c.auth;
@@ -133,7 +137,7 @@ pub fn with_token(c: &McpClient, token: &str) -> McpClient {
     c
 }
 
-fn www_authenticate(r: &Reply) -> String {
+pub fn www_authenticate(r: &Reply) -> String {
     r.headers
         .get("www-authenticate")
         .and_then(|v| v.to_str().ok())
@@ -141,10 +145,49 @@ fn www_authenticate(r: &Reply) -> String {
         .to_owned()
 }
 
-const METADATA: &str = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp";
+/// The challenges of a `WWW-Authenticate` value (RFC 9110 §11.6.1), in
+/// order: scheme and parameters. Quoted values hold no quotes (mcpd
+/// replaces them).
+pub fn challenges(h: &str) -> Vec<(String, BTreeMap<String, String>)> {
+    let mut out: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let mut rest = h.trim();
+    while !rest.is_empty() {
+        let end = rest.find([' ', '=', ',']).unwrap_or(rest.len());
+        let token = rest[..end].to_owned();
+        rest = &rest[end..];
+        if let Some(after) = rest.strip_prefix('=') {
+            let (value, tail) = match after.strip_prefix('"') {
+                Some(q) => {
+                    let close = q.find('"').expect("closing quote");
+                    (&q[..close], &q[close + 1..])
+                }
+                None => after.split_at(after.find(',').unwrap_or(after.len())),
+            };
+            let (_, params) = out.last_mut().expect("a parameter after a scheme");
+            params.insert(token, value.trim().to_owned());
+            rest = tail;
+        } else {
+            out.push((token, BTreeMap::new()));
+        }
+        rest = rest.trim_start_matches([',', ' ']);
+    }
+    out
+}
+
+/// The parameters of the `scheme` challenge in `r`'s `WWW-Authenticate`.
+pub fn challenge(r: &Reply, scheme: &str) -> BTreeMap<String, String> {
+    let h = www_authenticate(r);
+    challenges(&h)
+        .into_iter()
+        .find(|(s, _)| s == scheme)
+        .unwrap_or_else(|| panic!("no {scheme} challenge in {h:?}"))
+        .1
+}
+
+pub const METADATA: &str = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp";
 
 /// An initialize POST with `token` (or none).
-async fn init(s: &TestServer, token: Option<&str>) -> Reply {
+pub async fn init(s: &TestServer, token: Option<&str>) -> Reply {
     let c = s.client();
     let c = match token {
         Some(t) => with_token(&c, t),
@@ -154,21 +197,25 @@ async fn init(s: &TestServer, token: Option<&str>) -> Reply {
 }
 
 /// Asserts a 401 `invalid_token` whose description mentions `why`.
-fn assert_invalid(r: &Reply, why: &str) {
+pub fn assert_invalid(r: &Reply, why: &str) {
     assert_eq!(r.status, 401, "{}", r.body);
     let h = www_authenticate(r);
     assert!(h.starts_with("Bearer error=\"invalid_token\""), "{h}");
-    assert!(
-        h.contains(&format!("resource_metadata=\"{METADATA}\"")),
-        "{h}"
-    );
+    let bearer = challenge(r, "Bearer");
+    assert_eq!(bearer["resource_metadata"], METADATA, "{h}");
     // The scopes to ask for again (a client must not fall back to all of
     // scopes_supported).
-    assert!(h.ends_with(", scope=\"mcp\""), "{h}");
+    assert_eq!(bearer["scope"], "mcp", "{h}");
     assert!(
-        h.to_lowercase().contains(&why.to_lowercase()),
+        bearer["error_description"]
+            .to_lowercase()
+            .contains(&why.to_lowercase()),
         "{h} should say {why:?}"
     );
+    // DPoP is allowed by default: its challenge follows, with no error.
+    let dpop = challenge(r, "DPoP");
+    assert!(!dpop.contains_key("error"), "{h}");
+    assert_eq!(dpop["scope"], "mcp", "{h}");
     assert!(r.json.as_ref().is_some_and(|j| j["error"]["message"]
         .as_str()
         .is_some_and(|m| m.starts_with("Unauthorized"))));
@@ -182,12 +229,13 @@ async fn every_bad_token_gets_401_with_the_spec_challenge() {
     let jwks = Jwks::serve(&[&key]);
     let s = server(&jwks, |_| {});
 
-    // No token: 401, resource_metadata and the required scope, no error.
+    // No token: 401, resource_metadata and the required scope, no error;
+    // then the DPoP challenge with the algorithms proofs may use.
     let r = init(&s, None).await;
     assert_eq!(r.status, 401);
     assert_eq!(
         www_authenticate(&r),
-        format!("Bearer resource_metadata=\"{METADATA}\", scope=\"mcp\"")
+        format!("Bearer resource_metadata=\"{METADATA}\", scope=\"mcp\", DPoP algs=\"RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 EdDSA\", resource_metadata=\"{METADATA}\", scope=\"mcp\"")
     );
 
     // A valid token gets a session.
@@ -267,7 +315,7 @@ async fn every_bad_token_gets_401_with_the_spec_challenge() {
                 .header("authorization", "Basic YWxpY2U6cHc="),
         )
         .await;
-    assert_invalid(&r, "Bearer scheme");
+    assert_invalid(&r, "Bearer (or DPoP) scheme");
     // A token in the URL is refused even when it is valid (§10 item 8).
     let good = key.sign(&claims("alice", "mcp"));
     let r = c
@@ -282,7 +330,7 @@ async fn every_bad_token_gets_401_with_the_spec_challenge() {
     assert_eq!(r.status, 400);
     let h = www_authenticate(&r);
     assert!(h.starts_with("Bearer error=\"invalid_request\""), "{h}");
-    assert!(h.ends_with(", scope=\"mcp\""), "{h}");
+    assert_eq!(challenge(&r, "Bearer")["scope"], "mcp", "{h}");
 }
 
 /// A token signed with a key the JWKS does not have: refused, and the JWKS
@@ -365,11 +413,13 @@ async fn missing_scopes_get_403_and_hidden_tools() {
     let r = init(&s, Some(&key.sign(&claims("carol", "profile")))).await;
     assert_eq!(r.status, 403);
     let h = www_authenticate(&r);
-    assert!(
-        h.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp\""),
-        "{h}"
-    );
-    assert!(h.contains(&format!("resource_metadata=\"{METADATA}\"")));
+    let [(scheme, p)] = &challenges(&h)[..] else {
+        panic!("one challenge: {h}")
+    };
+    assert_eq!(scheme, "Bearer");
+    assert_eq!(p["error"], "insufficient_scope", "{h}");
+    assert_eq!(p["scope"], "mcp", "{h}");
+    assert_eq!(p["resource_metadata"], METADATA, "{h}");
 
     let mut low = with_token(&s.client(), &key.sign(&claims("carol", "mcp")));
     low.initialize().await;
@@ -389,11 +439,10 @@ async fn missing_scopes_get_403_and_hidden_tools() {
         )
         .await;
     assert_eq!(r.status, 403);
-    let h = www_authenticate(&r);
-    assert!(
-        h.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp tools:slow\""),
-        "{h}"
-    );
+    let p = challenge(&r, "Bearer");
+    assert_eq!(p["error"], "insufficient_scope");
+    assert_eq!(p["scope"], "mcp tools:slow", "everything the call needs");
+    assert_eq!(p["resource_metadata"], METADATA);
     // A step-up token (same principal, more scope) on the same session.
     let high = with_token(&low, &key.sign(&claims("carol", "mcp tools:slow")));
     let v = high

@@ -44,6 +44,10 @@
 //!   measured.
 //! - [`hostile`]: findings 1, 9 and 10 of #23 (subscribe floods, log
 //!   injection, unreadable headers) and its smaller items.
+//! - [`auth_dpop`]: DPoP-bound tokens (RFC 9449): proofs, replays across
+//!   replicas, `auth.dpop` off and required.
+//! - [`auth_introspection`]: opaque tokens (RFC 7662): introspection,
+//!   its caches, and outages answered with 503.
 //! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
 //!   described by its function, and served.
 //! - [`doctor`]: `mcpd doctor` against mcpd directly, behind a real nginx
@@ -51,6 +55,8 @@
 //!   another resource, and with a Host allow-list refusing the public name.
 
 mod auth;
+mod auth_dpop;
+mod auth_introspection;
 mod backend;
 mod doctor;
 mod errors;
