@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test mcpd has: formatting and lints, unit and integration tests
-# (cargo), the official MCP conformance suite, and interop with the official
-# TypeScript and Python SDK clients. Installs what is missing (Debian
+# (cargo), the official MCP conformance suite, interop with the official
+# TypeScript and Python SDK clients (also through OAuth with a real
+# authorization server). Installs what is missing (Debian
 # packages, pinned npm/PyPI packages) on first use.
 #
 # Usage: scripts/test.sh            (from anywhere)
@@ -110,7 +111,7 @@ else count 0 1; fi
 summarise() {  # summarise LABEL LOG : count "LABEL: N passed, M failed"
   local line p f
   line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
-  p=$(echo "$line" | sed -E "s/$1: ([0-9]+) passed.*/\1/"); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  p=$(echo "$line" | sed -E "s/$1: ([0-9]+) passed.*/\1/"); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
   [ -n "$line" ] || { p=0; f=1; echo "FAIL $1: no summary line (see $2)"; }
   count "$p" "$f"
 }
@@ -124,6 +125,11 @@ summarise browser "$LOGDIR/browser.log"
 say "gateway interop (upstream MCP servers behind mcpd)"
 MCPD_BIN="$MCPD_BIN" timeout 300 bash "$ROOT/tests/interop/gateway.sh" 2>"$LOGDIR/gateway.err" | tee "$LOGDIR/gateway.log"
 summarise gateway "$LOGDIR/gateway.log"
+
+# --- OAuth with a real authorization server (npm oidc-provider) and the SDK clients ---
+say "OAuth flows against oidc-provider (JWT, opaque + introspection, DPoP)"
+MCPD_BIN="$MCPD_BIN" timeout 900 bash "$ROOT/tests/authserver/run.sh" 2>"$LOGDIR/oauth.err" | tee "$LOGDIR/oauth.log"
+summarise oauth "$LOGDIR/oauth.log"
 
 # --- deploy assets: Helm chart (lint, render, validate), rules, dashboard ----------
 say "deploy checks (helm chart, manifests, alert rules)"

@@ -10,14 +10,18 @@
 #
 # Scenarios (default: capped uncapped opaque dpop); each prefixes its lines with "<scenario>/":
 #   capped    JWT access tokens living 5 s; the AS grants a client at most the scopes it registered
-#             with (oidc-provider's rule), which is what trips SDK clients on step-up.
+#             with (oidc-provider's default). Re-authorization after expiry must ask only for what
+#             mcpd's challenge names (asking for all of scopes_supported gets invalid_scope here).
+#             Step-up is not run: such an AS refuses it whatever the resource server does, as the
+#             SDK clients do not re-register (docs/security.md says to let clients get more scope).
 #   uncapped  the same with AS_CLIENT_SCOPE_CAP=0: any registered client may get every scope.
 #   opaque    opaque access tokens (uncapped), for RFC 7662 introspection by mcpd; the [auth] lines that make mcpd
-#             introspect come from $MCPD_OPAQUE_AUTH_TOML (the AS's introspection endpoint, client id and
+#             introspect are $OPAQUE_TOML below, or $MCPD_OPAQUE_AUTH_TOML (the AS's introspection endpoint, client id and
 #             secret are exported as AS_INTROSPECTION_ENDPOINT / AS_INTROSPECTION_CLIENT_ID /
 #             AS_INTROSPECTION_CLIENT_SECRET and substituted with envsubst-style ${...} in it).
 #   dpop      the AS has DPoP (RFC 9449) on (uncapped); the TypeScript client binds its tokens to a key and sends
-#             proofs (neither SDK does DPoP itself). mcpd's DPoP [auth] lines: $MCPD_DPOP_AUTH_TOML.
+#             proofs (neither SDK does DPoP itself). mcpd's DPoP [auth] lines: $MCPD_DPOP_AUTH_TOML
+#             (default: dpop = "allowed").
 # Every scenario's mcpd also gets $MCPD_AUTH_TOML (extra [auth] lines) if set.
 #
 # Installs: the AS's node_modules (npm ci from package-lock.json) into
@@ -104,14 +108,19 @@ run_client() { # run_client <prefix> <log> <command...>: prefixes each PASS/FAIL
     fi
 }
 
+# mcpd introspects the AS's opaque tokens with the client the AS pre-registers for it.
+OPAQUE_TOML='introspection_url = "${AS_INTROSPECTION_ENDPOINT}"
+introspection_client_id = "${AS_INTROSPECTION_CLIENT_ID}"
+introspection_client_secret = "${AS_INTROSPECTION_CLIENT_SECRET}"'
+
 # ---- one scenario ---------------------------------------------------------------------------------
 run_scenario() {
     local name="$1" as_env=() mcpd_extra="${MCPD_AUTH_TOML:-}" checks expect="" port issuer mcpd_pid as_pid i
     case "$name" in
-        capped) as_env=(AS_TOKEN_TTL=5); checks=flow,stepup,expiry,rotation,cc ;;
+        capped) as_env=(AS_TOKEN_TTL=5); checks=flow,expiry,rotation,cc ;;
         uncapped) as_env=(AS_TOKEN_TTL=5 AS_CLIENT_SCOPE_CAP=0); checks=flow,stepup,expiry,rotation,cc ;;
-        opaque) as_env=(AS_TOKEN_FORMAT=opaque AS_CLIENT_SCOPE_CAP=0); checks=flow,cc; expect=opaque; mcpd_extra+=$'\n'"${MCPD_OPAQUE_AUTH_TOML:-}" ;;
-        dpop) as_env=(AS_DPOP=1 AS_CLIENT_SCOPE_CAP=0); checks=flow,dpop; mcpd_extra+=$'\n'"${MCPD_DPOP_AUTH_TOML:-}" ;;
+        opaque) as_env=(AS_TOKEN_FORMAT=opaque AS_CLIENT_SCOPE_CAP=0); checks=flow,cc; expect=opaque; mcpd_extra+=$'\n'"${MCPD_OPAQUE_AUTH_TOML:-$OPAQUE_TOML}" ;;
+        dpop) as_env=(AS_DPOP=1 AS_CLIENT_SCOPE_CAP=0); checks=flow,dpop; mcpd_extra+=$'\n'"${MCPD_DPOP_AUTH_TOML:-dpop = \"allowed\"}" ;;
         *) record "FAIL $name/oauth:setup: unknown scenario $name"; return ;;
     esac
     port="$(free_port)"

@@ -651,7 +651,9 @@ impl Authenticator {
     /// or was refused asks for these, not for all of `scopes_supported`).
     /// With DPoP on, a `DPoP` challenge with `algs` follows the `Bearer`
     /// one (RFC 9449 §7.1); the error goes on the scheme the client used.
-    pub fn challenge(&self, e: &AuthError) -> String {
+    /// `endpoint_scopes` are what the endpoint needs besides the required
+    /// scopes (a gateway pass-through endpoint's upstream scopes).
+    pub fn challenge(&self, e: &AuthError, endpoint_scopes: &[String]) -> String {
         let (bearer, dpop) = match e {
             AuthError::Missing | AuthError::Unavailable(_) => (None, None),
             AuthError::Invalid { description, .. } => (Some(("invalid_token", description)), None),
@@ -660,7 +662,14 @@ impl Authenticator {
                 error, description, ..
             } => (None, Some((*error, description))),
         };
-        let needed = self.config.required_scopes.join(" ");
+        let mut needed = self.config.required_scopes.clone();
+        needed.extend(
+            endpoint_scopes
+                .iter()
+                .filter(|s| !self.config.required_scopes.contains(s))
+                .cloned(),
+        );
+        let needed = needed.join(" ");
         let mut out = Vec::with_capacity(2);
         if self.config.dpop != DpopMode::Required || bearer.is_some() {
             out.push(self.render("Bearer", bearer, &needed));

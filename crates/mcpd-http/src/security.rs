@@ -93,7 +93,7 @@ impl Security {
                                 Clean(&e.to_string())
                             );
                         }
-                        return Err(unauthorized(auth, &e));
+                        return Err(unauthorized(auth, &e, &self.endpoint_scopes));
                     }
                 }
             }
@@ -293,7 +293,7 @@ fn insufficient_scope(
     }
 }
 
-fn unauthorized(auth: &Authenticator, e: &AuthError) -> HttpError {
+fn unauthorized(auth: &Authenticator, e: &AuthError, endpoint_scopes: &[String]) -> HttpError {
     if let AuthError::Unavailable(why) = e {
         return HttpError::Unavailable(format!(
             "the access token cannot be checked now ({why}); retry shortly"
@@ -313,7 +313,7 @@ fn unauthorized(auth: &Authenticator, e: &AuthError) -> HttpError {
     };
     HttpError::Unauthorized {
         status,
-        challenge: auth.challenge(e),
+        challenge: auth.challenge(e, endpoint_scopes),
         message,
     }
 }

@@ -316,6 +316,25 @@ async fn every_bad_token_gets_401_with_the_spec_challenge() {
         )
         .await;
     assert_invalid(&r, "Bearer (or DPoP) scheme");
+    // Two Authorization headers: a malformed request.
+    let r = c
+        .send(
+            c.post_builder(&init_body("2025-11-25"))
+                .header(
+                    "authorization",
+                    format!("Bearer {}", key.sign(&claims("a", "mcp"))),
+                )
+                .header(
+                    "authorization",
+                    format!("Bearer {}", key.sign(&claims("b", "mcp"))),
+                ),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    let p = challenge(&r, "Bearer");
+    assert_eq!(p["error"], "invalid_request");
+    assert!(p["error_description"].contains("more than one Authorization"));
+    assert_eq!(p["scope"], "mcp");
     // A token in the URL is refused even when it is valid (§10 item 8).
     let good = key.sign(&claims("alice", "mcp"));
     let r = c
@@ -407,7 +426,11 @@ async fn static_pem_keys_verify_tokens() {
 async fn missing_scopes_get_403_and_hidden_tools() {
     let key = SigningKey::new("k1");
     let jwks = Jwks::serve(&[&key]);
-    let s = server(&jwks, |_| {});
+    let s = server(&jwks, |c| {
+        c.auth
+            .method_scopes
+            .insert("prompts/list".into(), vec!["mcp:prompts".into()]);
+    });
 
     // Without the required scope nothing goes, not even initialize.
     let r = init(&s, Some(&key.sign(&claims("carol", "profile")))).await;
@@ -432,6 +455,12 @@ async fn missing_scopes_get_403_and_hidden_tools() {
         .collect();
     assert!(names.contains(&"echo"), "{names:?}");
     assert!(!names.contains(&"countdown"), "hidden without tools:slow");
+    // A method's own scope: named with the required one.
+    let r = low.request("prompts/list", json!({})).await;
+    assert_eq!(r.status, 403);
+    let p = challenge(&r, "Bearer");
+    assert_eq!(p["error"], "insufficient_scope");
+    assert_eq!(p["scope"], "mcp mcp:prompts");
     let r = low
         .request(
             "tools/call",

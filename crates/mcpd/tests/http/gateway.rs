@@ -386,7 +386,15 @@ async fn upstream_scopes_guard_every_way_in() {
         .contains("up:inner"));
     let mut direct = McpClient::new(&format!("{}/inner", s.url));
     direct.http = bearer("mcp");
-    assert_eq!(direct.post(&init_body("2025-11-25")).await.status, 403);
+    let r = direct.post(&init_body("2025-11-25")).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(crate::auth::challenge(&r, "Bearer")["scope"], "up:inner");
+    // No token at its endpoint: the 401 names the upstream's scope too.
+    let anon = McpClient::new(&format!("{}/inner", s.url));
+    let r = anon.post(&init_body("2025-11-25")).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(crate::auth::challenge(&r, "Bearer")["scope"], "up:inner");
+    assert_eq!(crate::auth::challenge(&r, "DPoP")["scope"], "up:inner");
 
     // The full token reaches it every way.
     let r = full
