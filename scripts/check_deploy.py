@@ -266,9 +266,14 @@ def scenarios():
                         "grafanaDashboard": {"enabled": True}},
         },
         # mcpd terminating TLS behind Traefik, the Redis URL in a Secret,
-        # HPA on memory, rate limits.
+        # HPA on memory, rate limits, opaque tokens introspected (client
+        # secret from a Secret) and DPoP required.
         "mcpd-tls": {
             "tls": {"enabled": True, "existingSecret": "mcpd-tls"},
+            "auth": {"enabled": True, "issuer": "https://auth.example.com",
+                     "authorizationServers": ["https://auth.example.com"], "dpop": "required",
+                     "introspection": {"url": "https://auth.example.com/introspect", "clientId": "mcpd",
+                                       "existingSecret": "mcpd-introspection"}},
             "ingress": {"enabled": True, "className": "traefik", "controller": "traefik",
                         "tls": [{"secretName": "mcp-tls", "hosts": ["mcp.example.com"]}]},
             "redis": {"existingSecret": "mcpd-redis", "existingSecretUrlKey": "url", "cluster": True},
@@ -862,6 +867,11 @@ def main():
           "must exceed lifecycle.preStopSleepSeconds + mcpd.shutdownGraceSeconds")
     r.run("refuse.auth-without-keys", expect_render_error, {"auth": {"enabled": True, "resource": "https://x/mcp"}},
           "auth.jwksUrl")
+    r.run("refuse.introspection-without-secret", expect_render_error,
+          {"auth": {"enabled": True, "resource": "https://x/mcp", "issuer": "https://idp",
+                    "authorizationServers": ["https://idp"],
+                    "introspection": {"url": "https://idp/introspect", "clientId": "mcpd"}}},
+          "auth.introspection.existingSecret")
     r.run("refuse.auth-without-issuer", expect_render_error,
           {"auth": {"enabled": True, "resource": "https://x/mcp", "jwksUrl": "https://idp/jwks",
                     "authorizationServers": ["https://idp"]}}, "auth.issuer")

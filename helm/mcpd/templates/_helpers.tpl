@@ -171,8 +171,11 @@ the Deployment (so `helm install` and `helm template` both stop).
 {{- if and .Values.redis.url .Values.redis.existingSecretPasswordKey (contains "@" .Values.redis.url) }}
 {{- fail "\n\nmcpd: redis.url already carries credentials (user:password@); keep the password only in redis.existingSecret." }}
 {{- end }}
-{{- if and .Values.auth.enabled (not .Values.auth.jwksUrl) (not .Values.auth.jwksSecret.name) }}
-{{- fail "\n\nmcpd: auth.enabled needs the authorization server's keys: auth.jwksUrl, or auth.jwksSecret.name (a Secret holding a JWKS document)." }}
+{{- if and .Values.auth.enabled (not .Values.auth.jwksUrl) (not .Values.auth.jwksSecret.name) (not .Values.auth.introspection.url) }}
+{{- fail "\n\nmcpd: auth.enabled needs the authorization server's keys: auth.jwksUrl, or auth.jwksSecret.name (a Secret holding a JWKS document), or auth.introspection.url for opaque tokens." }}
+{{- end }}
+{{- if and .Values.auth.enabled .Values.auth.introspection.url (or (not .Values.auth.introspection.clientId) (not .Values.auth.introspection.existingSecret)) }}
+{{- fail "\n\nmcpd: auth.introspection.url needs mcpd's client credentials there: auth.introspection.clientId and auth.introspection.existingSecret (a Secret holding the client secret under auth.introspection.secretKey)." }}
 {{- end }}
 {{- if and .Values.auth.enabled (not .Values.auth.authorizationServers) }}
 {{- fail "\n\nmcpd: auth.enabled needs auth.authorizationServers (at least one authorization server URL, advertised to clients in the protected-resource metadata)." }}
@@ -266,6 +269,8 @@ first, then sub-tables, both sorted; null values are left out (unset).
 {{- if $v.auth.requiredScopes }}{{ $_ := set $auth "required_scopes" $v.auth.requiredScopes }}{{ end }}
 {{- if $v.auth.scopesSupported }}{{ $_ := set $auth "scopes_supported" $v.auth.scopesSupported }}{{ end }}
 {{- if $v.auth.toolScopes }}{{ $_ := set $auth "tool_scopes" $v.auth.toolScopes }}{{ end }}
+{{- if $v.auth.introspection.url }}{{ $_ := set $auth "introspection_url" $v.auth.introspection.url }}{{ $_ := set $auth "introspection_client_id" $v.auth.introspection.clientId }}{{ end }}
+{{- $_ := set $auth "dpop" $v.auth.dpop }}
 {{- $_ := set $cfg "auth" $auth }}
 {{- end }}
 {{- if $v.tls.enabled }}
