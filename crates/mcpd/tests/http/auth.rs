@@ -102,16 +102,23 @@ impl Jwks {
     }
 }
 
+/// Auth on for [`RESOURCE`], trusting tokens from [`ISSUER`] (keys or
+/// introspection still to set).
+pub fn trust_test_issuer(c: &mut mcpd::Config) -> &mut mcpd::config::AuthSection {
+    let a = &mut c.auth;
+    a.enabled = true;
+    a.resource = RESOURCE.into();
+    a.authorization_servers = vec![ISSUER.into()];
+    a.issuer = ISSUER.into();
+    a
+}
+
 /// mcpd with auth on, trusting `jwks`; `echo` open to `mcp`, `countdown`
 /// needing `tools:slow` as well.
 pub fn server(jwks: &Jwks, edit: impl FnOnce(&mut mcpd::Config)) -> TestServer {
     let url = jwks.url();
     TestServer::start_configured(move |c| {
-        let a = &mut c.auth;
-        a.enabled = true;
-        a.resource = RESOURCE.into();
-        a.authorization_servers = vec![ISSUER.into()];
-        a.issuer = ISSUER.into();
+        let a = trust_test_issuer(c);
         a.jwks_url = url;
         a.required_scopes = vec!["mcp".into()];
         a.scopes_supported = vec!["mcp".into(), "tools:slow".into()];

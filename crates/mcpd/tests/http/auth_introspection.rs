@@ -14,7 +14,7 @@ use mcpd_testkit::{StubResponse, StubServer};
 use serde_json::{json, Value};
 
 use crate::auth::{
-    assert_invalid, challenge, claims, init, now, Jwks, SigningKey, ISSUER, RESOURCE,
+    assert_invalid, challenge, claims, init, now, trust_test_issuer, Jwks, SigningKey,
 };
 use crate::server::TestServer;
 
@@ -80,11 +80,7 @@ fn active(sub: &str, scope: &str) -> Value {
 fn server(i: &Introspection, edit: impl FnOnce(&mut mcpd::Config)) -> TestServer {
     let url = i.url();
     TestServer::start_configured(move |c| {
-        let a = &mut c.auth;
-        a.enabled = true;
-        a.resource = RESOURCE.into();
-        a.authorization_servers = vec![ISSUER.into()];
-        a.issuer = ISSUER.into();
+        let a = trust_test_issuer(c);
         a.introspection_url = url;
         a.introspection_client_id = "mcpd rs".into();
         a.introspection_client_secret = "s3cret:&=".into();

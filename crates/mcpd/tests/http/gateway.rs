@@ -336,7 +336,7 @@ async fn per_session_upstreams_start_and_end_with_their_session() {
 /// (hidden from `tools/list` without them).
 #[tokio::test]
 async fn upstream_scopes_guard_every_way_in() {
-    use crate::auth::{claims, Jwks, SigningKey, ISSUER, RESOURCE};
+    use crate::auth::{claims, Jwks, SigningKey};
     let dir = TempDir::new("gw-scopes");
     let key = SigningKey::new("k1");
     let jwks = Jwks::serve(&[&key]);
@@ -345,12 +345,7 @@ async fn upstream_scopes_guard_every_way_in() {
     let url = jwks.url();
     let s = TestServer::start_configured(move |c| {
         c.upstream = vec![up];
-        let a = &mut c.auth;
-        a.enabled = true;
-        a.resource = RESOURCE.into();
-        a.authorization_servers = vec![ISSUER.into()];
-        a.issuer = ISSUER.into();
-        a.jwks_url = url;
+        crate::auth::trust_test_issuer(c).jwks_url = url;
     });
     let bearer =
         |scope: &str| crate::auth::with_token(&s.client(), &key.sign(&claims("u", scope))).http;
