@@ -33,6 +33,7 @@ import mcp_types as types
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ResourceUpdated
+from report import Report
 
 # resources/subscribe etc. are deprecated for 2026-07-28; the legacy run uses them on purpose.
 warnings.filterwarnings("ignore")
@@ -44,21 +45,8 @@ EXPECTED_TOOLS = ["echo", "countdown", "ask_user", "summarize", "big_payload", "
 HANDSHAKE_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
 
 P = "py2026:"
-passed = 0
-failed = 0
-
-
-def emit_pass(name: str, detail: str | None = None) -> None:
-    global passed
-    passed += 1
-    print(f"PASS {P}{name}" + (f" ({detail})" if detail else ""), flush=True)
-
-
-def emit_fail(name: str, reason: str) -> None:
-    global failed
-    failed += 1
-    one_line = " ".join(str(reason).split())[:500]
-    print(f"FAIL {P}{name}: {one_line}", flush=True)
+REPORT = Report(P)
+emit_pass, emit_fail = REPORT.emit_pass, REPORT.emit_fail
 
 
 def err_text(e: BaseException) -> str:
@@ -206,6 +194,7 @@ def require_cacheable(result: dict[str, Any] | None, what: str) -> str:
 async def main(url: str, era: str) -> int:
     global P
     P = "py2026:" if era == "modern" else "py:legacy:"
+    REPORT.prefix = P
     modern = era == "modern"
     wire = WireLog()
     elicitations: list[Any] = []
@@ -690,7 +679,7 @@ async def main(url: str, era: str) -> int:
         print(f"{P} background transport errors (informational):", file=sys.stderr)
         for b in background[:10]:
             print(f"  {b}", file=sys.stderr)
-    return 0 if failed == 0 else 1
+    return 0 if REPORT.failed == 0 else 1
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from report import Report
 
 warnings.filterwarnings("ignore")
 
@@ -85,25 +86,8 @@ def wants(group: str, default: bool = True) -> bool:
     return group in _wanted if _wanted else default
 
 
-passed = failed = skipped = 0
-
-
-def emit_pass(name: str, detail: str | None = None) -> None:
-    global passed
-    passed += 1
-    print(f"PASS {P}{name}" + (f" ({detail})" if detail else ""), flush=True)
-
-
-def emit_fail(name: str, reason: str) -> None:
-    global failed
-    failed += 1
-    print(f"FAIL {P}{name}: {' '.join(str(reason).split())[:600]}", flush=True)
-
-
-def emit_skip(name: str, reason: str) -> None:
-    global skipped
-    skipped += 1
-    print(f"SKIP {P}{name}: {' '.join(str(reason).split())[:500]}", flush=True)
+REPORT = Report(P, reason_limit=600)
+emit_pass, emit_fail, emit_skip = REPORT.emit_pass, REPORT.emit_fail, REPORT.emit_skip
 
 
 class CheckFailed(Exception):
@@ -671,5 +655,6 @@ if __name__ == "__main__":
 
             traceback.print_exc()
         emit_fail("run", err_text(e))
-    print(f"oauth: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""), flush=True)
-    sys.exit(0 if failed == 0 and passed > 0 else 1)
+    r = REPORT
+    print(f"oauth: {r.passed} passed, {r.failed} failed" + (f", {r.skipped} skipped" if r.skipped else ""), flush=True)
+    sys.exit(0 if r.failed == 0 and r.passed > 0 else 1)
