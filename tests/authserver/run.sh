@@ -111,7 +111,8 @@ run_client() { # run_client <prefix> <log> <command...>: prefixes each PASS/FAIL
 # mcpd introspects the AS's opaque tokens with the client the AS pre-registers for it.
 OPAQUE_TOML='introspection_url = "${AS_INTROSPECTION_ENDPOINT}"
 introspection_client_id = "${AS_INTROSPECTION_CLIENT_ID}"
-introspection_client_secret = "${AS_INTROSPECTION_CLIENT_SECRET}"'
+introspection_client_secret = "${AS_INTROSPECTION_CLIENT_SECRET}"
+introspection_cache_secs = 1'
 
 # ---- one scenario ---------------------------------------------------------------------------------
 run_scenario() {
@@ -119,7 +120,7 @@ run_scenario() {
     case "$name" in
         capped) as_env=(AS_TOKEN_TTL=5); checks=flow,expiry,rotation,cc ;;
         uncapped) as_env=(AS_TOKEN_TTL=5 AS_CLIENT_SCOPE_CAP=0); checks=flow,stepup,expiry,rotation,cc ;;
-        opaque) as_env=(AS_TOKEN_FORMAT=opaque AS_CLIENT_SCOPE_CAP=0); checks=flow,cc; expect=opaque; mcpd_extra+=$'\n'"${MCPD_OPAQUE_AUTH_TOML:-$OPAQUE_TOML}" ;;
+        opaque) as_env=(AS_TOKEN_FORMAT=opaque AS_CLIENT_SCOPE_CAP=0); checks=flow,cc,revoke; expect=opaque; mcpd_extra+=$'\n'"${MCPD_OPAQUE_AUTH_TOML:-$OPAQUE_TOML}" ;;
         dpop) as_env=(AS_DPOP=1 AS_CLIENT_SCOPE_CAP=0); checks=flow,dpop; mcpd_extra+=$'\n'"${MCPD_DPOP_AUTH_TOML:-dpop = \"allowed\"}" ;;
         *) record "FAIL $name/oauth:setup: unknown scenario $name"; return ;;
     esac

@@ -9,8 +9,10 @@
 //   MCP_URL=http://127.0.0.1:PORT/mcp node client-oauth.mjs      (beside the installed node_modules)
 //
 // Environment (all optional but MCP_URL):
-//   OAUTH_CHECKS         comma list of groups: flow,stepup,expiry,rotation,cc,dpop
-//                        (default: flow,stepup,expiry,rotation,cc, plus dpop when the AS advertises DPoP)
+//   OAUTH_CHECKS         comma list of groups: flow,stepup,expiry,rotation,cc,dpop,revoke
+//                        (default: flow,stepup,expiry,rotation,cc, plus dpop when the AS advertises DPoP;
+//                        revoke: the first token revoked at the AS is refused once mcpd's cached
+//                        introspection answer ends, after OAUTH_INTROSPECTION_CACHE_S, default 1)
 //   OAUTH_STEPUP_TOOL    tool that needs a scope the first token lacks (default server_stats), and
 //   OAUTH_STEPUP_ARGS    its arguments as JSON (default {})
 //   OAUTH_EXPECT_TOKEN   jwt | opaque: the access token format the AS is expected to issue
@@ -754,6 +756,37 @@ if (wants('dpop', dpopDefault)) {
         });
     }
     if (dpSession) await closeQuietly(dpSession.client);
+}
+
+// ================================================================================================
+// (g) revocation (RFC 7009) of an opaque token: mcpd introspects it again once its cached answer
+// ends (auth.introspection_cache_secs) and refuses it, naming why. Last: it ends the main token.
+// ================================================================================================
+if (wants('revoke', false)) {
+    const token = main.tokens()?.access_token;
+    if (!token) skip('revoked_refused', 'no token from the flow');
+    else await check('revoked_refused', async () => {
+        const endpoint = found.asMeta?.revocation_endpoint;
+        assert(endpoint, 'the AS metadata lists no revocation_endpoint');
+        const revoked = await fetch(endpoint, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ token, token_type_hint: 'access_token', client_id: main.clientInformation()?.client_id ?? '' })
+        });
+        assert(revoked.ok, `the AS's revocation answered ${revoked.status}: ${short(await revoked.text())}`);
+        const wait = Number(process.env.OAUTH_INTROSPECTION_CACHE_S || 1) * 1000 + 500;
+        await sleep(wait);
+        const res = await fetch(mcpUrl, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })
+        });
+        await res.body?.cancel();
+        const w = res.headers.get('www-authenticate') ?? '';
+        assert(res.status === 401 && /error="invalid_token"/.test(w) && /not active/.test(w),
+            `the revoked token got ${res.status} ${w}, want 401 invalid_token "not active"`);
+        return `revoked at the AS; ${wait} ms later: 401 ${short(w, 160)}`;
+    });
 }
 
 done();
