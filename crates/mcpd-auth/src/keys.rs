@@ -158,7 +158,14 @@ impl KeyStore {
                 Ok(n)
             }
             Err(e) => {
-                tracing::warn!("{e}; keeping the keys fetched before");
+                let held = self.cache.read().await.keys.len();
+                if held > 0 {
+                    tracing::warn!("{e}; keeping the {held} keys fetched before");
+                } else {
+                    tracing::warn!(
+                        "{e}; no keys yet: tokens cannot be checked until a fetch succeeds"
+                    );
+                }
                 Err(e)
             }
         }

@@ -60,8 +60,10 @@ fn fetch_keys(keys: Arc<KeyStore>, url: String) {
                     return;
                 }
                 Ok(_) => return,
-                Err(e) => tracing::warn!(
-                    "auth.jwks_url {url:?} cannot be fetched ({e}): tokens cannot be checked until it is; trying again in {} s",
+                // The key store has said why (once per try); this says
+                // which key and when the next try is.
+                Err(_) => tracing::warn!(
+                    "auth.jwks_url {url:?} did not answer at start; trying again in {} s",
                     wait.as_secs()
                 ),
             }

@@ -379,6 +379,50 @@ async fn an_unknown_kid_refreshes_the_jwks_at_a_limited_rate() {
     assert_eq!(jwks.fetches(), 2, "refreshes are rate-limited");
 }
 
+/// A JWKS endpoint that does not answer at start is tried again (1 s,
+/// doubling) until it does, without waiting for a token; then tokens pass.
+#[tokio::test]
+async fn an_unreachable_jwks_at_start_is_retried_until_it_answers() {
+    let key = SigningKey::new("k1");
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (up2, jwk) = (up.clone(), key.jwk());
+    let stub = StubServer::start(move |_| {
+        if up2.load(std::sync::atomic::Ordering::SeqCst) {
+            StubResponse::json(&json!({"keys": [jwk.clone()]}))
+        } else {
+            StubResponse::status(503)
+        }
+    });
+    let url = format!("{}/jwks.json", stub.url);
+    let s = TestServer::start_configured(move |c| {
+        trust_test_issuer(c).jwks_url = url;
+        // Token-triggered fetches wait this long: only the start-up retries
+        // can reach the keys below.
+        c.auth.jwks_min_refresh_secs = 300;
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(
+        stub.requests().len() >= 2,
+        "retried: {}",
+        stub.requests().len()
+    );
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    // The next tries come 2 s and 4 s after the first failures.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = init(&s, Some(&key.sign(&claims("alice", "")))).await;
+        if r.status == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "keys never loaded: {}",
+            r.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 /// Key rotation: the authorization server publishes a new key and signs
 /// with it; the first token naming it makes mcpd fetch the JWKS again.
 #[tokio::test]
