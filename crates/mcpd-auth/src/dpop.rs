@@ -92,14 +92,15 @@ pub(crate) fn check(
     max_age: Duration,
     leeway: Duration,
 ) -> Result<Claims, String> {
-    let head = proof
-        .split('.')
-        .next()
-        .and_then(|h| B64.decode(h).ok())
-        .and_then(|h| serde_json::from_slice::<Value>(&h).ok())
-        .ok_or("the DPoP proof is not a well-formed JWT")?;
-    let header = jsonwebtoken::decode_header(proof)
-        .map_err(|_| "the DPoP proof is not a well-formed JWT".to_string())?;
+    // The header as jsonwebtoken reads it, and raw: its `jwk` there keeps
+    // the members jsonwebtoken's `Jwk` drops (private ones, for the check).
+    let malformed = || "the DPoP proof is not a well-formed JWT".to_string();
+    let head_bytes = B64
+        .decode(proof.split('.').next().unwrap_or(""))
+        .map_err(|_| malformed())?;
+    let header: jsonwebtoken::Header =
+        serde_json::from_slice(&head_bytes).map_err(|_| malformed())?;
+    let head: Value = serde_json::from_slice(&head_bytes).map_err(|_| malformed())?;
     if header.typ.as_deref() != Some("dpop+jwt") {
         return Err("the DPoP proof's typ must be dpop+jwt".into());
     }

@@ -250,10 +250,7 @@ impl Authenticator {
         if config.algorithms.is_empty() {
             return Err("no algorithms allowed".into());
         }
-        let origin = {
-            let (scheme, rest) = config.resource.split_once("://").unwrap_or(("", ""));
-            format!("{scheme}://{}", rest.split('/').next().unwrap_or(""))
-        };
+        let origin = UrlParts::of(&config.resource).map_or_else(String::new, |u| u.origin());
         Ok(Self {
             config,
             verified: dashmap::DashMap::new(),
@@ -444,13 +441,18 @@ impl Authenticator {
                 return Ok(hit.clone());
             }
         }
-        let is_jwt = self.keys.is_some() && looks_like_jwt(token);
-        let (claims, bound) = match &self.introspector {
-            Some(i) if !is_jwt => {
+        // A JWT is verified here when there are keys; anything else is
+        // introspected when an endpoint is configured.
+        let header = match &self.keys {
+            Some(_) if token.split('.').count() == 3 => jsonwebtoken::decode_header(token).ok(),
+            _ => None,
+        };
+        let (claims, bound) = match (header, &self.introspector) {
+            (None, Some(i)) => {
                 let doc = i.introspect(token).await?;
                 (self.introspected(doc)?, i.cache_for())
             }
-            _ => (self.verify(token).await?, VERIFIED_TTL),
+            (header, _) => (self.verify(token, header).await?, VERIFIED_TTL),
         };
         let exp = claims.exp.unwrap_or(0);
         let jkt = dpop::bound_key(claims.cnf.as_ref());
@@ -505,14 +507,17 @@ impl Authenticator {
     }
 
     /// The full check of a JWT not seen before: its claims.
-    async fn verify(&self, token: &str) -> Result<Claims, AuthError> {
-        let Some(keys) = &self.keys else {
+    /// `header` is the token's JWS header, when it has one.
+    async fn verify(
+        &self,
+        token: &str,
+        header: Option<jsonwebtoken::Header>,
+    ) -> Result<Claims, AuthError> {
+        let (Some(keys), Some(header)) = (&self.keys, header) else {
             return Err(AuthError::invalid(
                 "the access token is not a well-formed JWT",
             ));
         };
-        let header = jsonwebtoken::decode_header(token)
-            .map_err(|_| AuthError::invalid("the access token is not a well-formed JWT"))?;
         if !self.config.algorithms.contains(&header.alg) {
             return Err(AuthError::invalid(format!(
                 "the access token's algorithm {:?} is not accepted",
@@ -714,11 +719,6 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Three base64url segments with a JSON header: a JWS compact token.
-fn looks_like_jwt(token: &str) -> bool {
-    token.split('.').count() == 3 && jsonwebtoken::decode_header(token).is_ok()
-}
-
 /// The scheme (`true` for DPoP) and token of an `Authorization` value.
 fn credentials(value: &str) -> Result<(bool, &str), AuthError> {
     let value = value.trim();
@@ -761,45 +761,96 @@ fn quote(s: &str) -> String {
         .collect()
 }
 
+/// An absolute URL cut where this crate and its configuration checks need
+/// it: the scheme, the authority, and the rest (path and any query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UrlParts<'a> {
+    pub scheme: &'a str,
+    pub authority: &'a str,
+    pub path: &'a str,
+}
+
+impl<'a> UrlParts<'a> {
+    /// `None` without `://`.
+    pub fn of(url: &'a str) -> Option<Self> {
+        let (scheme, rest) = url.split_once("://")?;
+        let (authority, path) = rest
+            .find(['/', '?', '#'])
+            .map_or((rest, ""), |i| rest.split_at(i));
+        Some(Self {
+            scheme,
+            authority,
+            path,
+        })
+    }
+
+    /// The host, without port or IPv6 brackets.
+    pub fn host(&self) -> &'a str {
+        match self.authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => self.authority.split(':').next().unwrap_or(""),
+        }
+    }
+
+    /// The port, when the URL names one.
+    pub fn port(&self) -> Option<u16> {
+        let after_host = match self.authority.strip_prefix('[') {
+            Some(v6) => v6.split_once(']').map_or("", |(_, rest)| rest),
+            None => self.authority.split_once(':').map_or("", |(_, p)| p),
+        };
+        after_host.trim_start_matches(':').parse().ok()
+    }
+
+    /// Whether the host is this machine.
+    pub fn is_loopback(&self) -> bool {
+        matches!(
+            self.host().to_ascii_lowercase().as_str(),
+            "localhost" | "127.0.0.1" | "::1"
+        )
+    }
+
+    /// `scheme://authority`.
+    pub fn origin(&self) -> String {
+        format!("{}://{}", self.scheme, self.authority)
+    }
+}
+
 /// Lowercase scheme and host, no trailing `/` (RFC 3986 normalisation
 /// enough to compare audiences).
 pub fn normalise(uri: &str) -> String {
     let uri = uri.trim();
-    let Some((scheme, rest)) = uri.split_once("://") else {
+    let Some(u) = UrlParts::of(uri) else {
         return uri.trim_end_matches('/').to_string();
     };
-    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
     format!(
         "{}://{}{}",
-        scheme.to_ascii_lowercase(),
-        authority.to_ascii_lowercase(),
-        path.trim_end_matches('/')
+        u.scheme.to_ascii_lowercase(),
+        u.authority.to_ascii_lowercase(),
+        u.path.trim_end_matches('/')
     )
 }
 
 fn resource_path(resource: &str) -> &str {
-    let rest = resource.split_once("://").map_or(resource, |(_, r)| r);
-    rest.find('/')
-        .map_or("", |i| &rest[i..])
+    UrlParts::of(resource)
+        .map_or("", |u| u.path)
         .trim_end_matches('/')
 }
 
 /// The metadata URL for `resource`: `/.well-known/oauth-protected-resource`
 /// between host and path (RFC 9728 §3.1).
 pub fn metadata_url(resource: &str) -> Result<String, String> {
-    let (scheme, rest) = resource
-        .split_once("://")
-        .filter(|(s, _)| matches!(s.to_ascii_lowercase().as_str(), "http" | "https"))
+    let u = UrlParts::of(resource)
+        .filter(|u| matches!(u.scheme.to_ascii_lowercase().as_str(), "http" | "https"))
         .ok_or_else(|| format!("{resource:?} is not an absolute http(s) URL"))?;
     if resource.contains('#') {
         return Err(format!("{resource:?} must not have a fragment"));
     }
-    let authority = rest.split('/').next().unwrap_or("");
-    if authority.is_empty() {
+    if u.authority.is_empty() {
         return Err(format!("{resource:?} has no host"));
     }
     Ok(format!(
-        "{scheme}://{authority}/.well-known/oauth-protected-resource{}",
+        "{}/.well-known/oauth-protected-resource{}",
+        u.origin(),
         resource_path(resource)
     ))
 }
@@ -820,6 +871,19 @@ mod tests {
         );
         assert!(metadata_url("mcp.example.com").is_err());
         assert!(metadata_url("https://x.example/mcp#f").is_err());
+    }
+
+    #[test]
+    fn urls_split_into_host_port_and_path() {
+        let u = UrlParts::of("http://[::1]:8080/mcp?x").unwrap();
+        assert_eq!((u.host(), u.port(), u.path), ("::1", Some(8080), "/mcp?x"));
+        assert!(u.is_loopback());
+        let u = UrlParts::of("https://MCP.example.com/mcp").unwrap();
+        assert_eq!((u.host(), u.port()), ("MCP.example.com", None));
+        assert_eq!(u.origin(), "https://MCP.example.com");
+        assert!(!u.is_loopback());
+        assert!(UrlParts::of("LocalHost:80").is_none());
+        assert!(UrlParts::of("http://LOCALHOST:9").unwrap().is_loopback());
     }
 
     #[test]

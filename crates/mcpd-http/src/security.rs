@@ -294,22 +294,17 @@ fn insufficient_scope(
 }
 
 fn unauthorized(auth: &Authenticator, e: &AuthError, endpoint_scopes: &[String]) -> HttpError {
-    if let AuthError::Unavailable(why) = e {
-        return HttpError::Unavailable(format!(
-            "the access token cannot be checked now ({why}); retry shortly"
-        ));
-    }
-    let status = match e {
-        AuthError::BadRequest(_) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::UNAUTHORIZED,
-    };
-    let message = match e {
-        AuthError::Missing => "Unauthorized: this server requires a bearer token (OAuth 2.1); see the resource_metadata in WWW-Authenticate".to_string(),
-        AuthError::Invalid { description, .. } | AuthError::Dpop { description, .. } => {
-            format!("Unauthorized: {description}")
+    let (status, message) = match e {
+        AuthError::Unavailable(why) => {
+            return HttpError::Unavailable(format!(
+                "the access token cannot be checked now ({why}); retry shortly"
+            ))
         }
-        AuthError::Unavailable(d) => d.clone(),
-        AuthError::BadRequest(d) => format!("Bad Request: {d}"),
+        AuthError::Missing => (StatusCode::UNAUTHORIZED, "Unauthorized: this server requires a bearer token (OAuth 2.1); see the resource_metadata in WWW-Authenticate".to_string()),
+        AuthError::Invalid { description, .. } | AuthError::Dpop { description, .. } => {
+            (StatusCode::UNAUTHORIZED, format!("Unauthorized: {description}"))
+        }
+        AuthError::BadRequest(d) => (StatusCode::BAD_REQUEST, format!("Bad Request: {d}")),
     };
     HttpError::Unauthorized {
         status,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcpd_auth::{Authenticator, KeyStore, ReplayCache};
+use mcpd_auth::{Authenticator, KeyStore, ReplayCache, UrlParts};
 use mcpd_store::RedisStore;
 
 use crate::config::{Config, ConfigError};
@@ -78,9 +78,10 @@ fn fetch_keys(keys: Arc<KeyStore>, url: String) {
 /// their audience, so the two must be the same URL.
 fn warnings(config: &Config, port: u16) -> Vec<String> {
     let resource = &config.auth.resource;
-    let rest = resource.split_once("://").map_or("", |(_, r)| r);
-    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
-    let path = path.trim_end_matches('/');
+    let Some(url) = UrlParts::of(resource) else {
+        return Vec::new(); // refused by the configuration check
+    };
+    let path = url.path.trim_end_matches('/');
     let served = config.http.path.trim_end_matches('/');
     let mut out = Vec::new();
     if path != served {
@@ -88,11 +89,7 @@ fn warnings(config: &Config, port: u16) -> Vec<String> {
             "auth.resource {resource:?} has the path {path:?} but mcpd serves MCP at http.path {served:?}: make auth.resource the public URL of this endpoint, or clients find no metadata and tokens name the wrong audience"
         ));
     }
-    let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
-    let named_port = authority
-        .rsplit_once(':')
-        .and_then(|(_, p)| p.parse::<u16>().ok());
-    let local = matches!(host, "localhost" | "127.0.0.1" | "[::1]");
+    let local = url.is_loopback();
     if local && config.tls.enabled() == resource.starts_with("http://") {
         out.push(format!(
             "auth.resource {resource:?} names the wrong scheme: mcpd serves {} here",
@@ -103,7 +100,7 @@ fn warnings(config: &Config, port: u16) -> Vec<String> {
             }
         ));
     }
-    if let Some(p) = named_port.filter(|p| local && *p != port) {
+    if let Some(p) = url.port().filter(|p| local && *p != port) {
         out.push(format!(
             "auth.resource {resource:?} names port {p} but mcpd listens on {port}: make auth.resource the URL clients use"
         ));

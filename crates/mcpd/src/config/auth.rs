@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcpd_auth::{
     Algorithm, AlgorithmFamily, AuthConfig, Authenticator, DpopMode, IntrospectionConfig,
-    JwksPolicy, KeySource,
+    JwksPolicy, KeySource, UrlParts,
 };
 use serde::{Deserialize, Serialize};
 
@@ -295,15 +295,7 @@ impl AuthSection {
 
 /// Whether `url`'s host is this machine (where plain http is allowed).
 fn is_local(url: &str) -> bool {
-    let lower = url.to_ascii_lowercase();
-    let authority = lower
-        .split_once("://")
-        .map_or("", |(_, r)| r.split(['/', '?', '#']).next().unwrap_or(""));
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => authority.split(':').next().unwrap_or(""),
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "::1")
+    UrlParts::of(url).is_some_and(|u| u.is_loopback())
 }
 
 #[cfg(test)]
