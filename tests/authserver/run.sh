@@ -46,15 +46,8 @@ LOGS="$CACHE/logs"
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(capped uncapped opaque dpop)
 
-PASSED=0 FAILED=0 SKIPPED=0
-record() {
-    echo "$1"
-    case "$1" in
-        PASS\ *) PASSED=$((PASSED + 1)) ;;
-        FAIL\ *) FAILED=$((FAILED + 1)) ;;
-        SKIP\ *) SKIPPED=$((SKIPPED + 1)) ;;
-    esac
-}
+# record, run_client
+. "$INTEROP/clients.sh"
 finish() {
     echo "oauth: $PASSED passed, $FAILED failed, $SKIPPED skipped"
     [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]
@@ -90,23 +83,6 @@ stop_all() {
     PIDS=()
 }
 trap stop_all EXIT
-
-run_client() { # run_client <prefix> <log> <command...>: prefixes each PASS/FAIL/SKIP line
-    local prefix="$1" log="$2" rc line seen=0
-    shift 2
-    timeout --kill-after=10 "$CLIENT_TIMEOUT" "$@" >"$log" 2>"$log.stderr"
-    rc=$?
-    while IFS= read -r line; do
-        case "$line" in
-            PASS\ *|FAIL\ *|SKIP\ *) record "${line%% *} ${prefix}${line#* }"; seen=$((seen + 1)) ;;
-        esac
-    done <"$log"
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        record "FAIL ${prefix}client: timed out after ${CLIENT_TIMEOUT} s (after $seen checks)"
-    elif [ "$rc" -ne 0 ] && [ "$seen" -eq 0 ]; then
-        record "FAIL ${prefix}client: exited with status $rc and reported no checks; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
-    fi
-}
 
 # mcpd introspects the AS's opaque tokens with the client the AS pre-registers for it.
 OPAQUE_TOML='introspection_url = "${AS_INTROSPECTION_ENDPOINT}"
@@ -171,10 +147,14 @@ EOF
     fi
     local url="http://127.0.0.1:$port/mcp"
     local cenv=(MCP_URL="$url" OAUTH_CHECKS="$checks" OAUTH_EXPECT_TOKEN="$expect")
-    run_client "$name/ts-" "$LOGS/$name.ts.out" env "${cenv[@]}" bash -c 'cd "$1" && exec node client-oauth.mjs' _ "$ICACHE/node"
+    # Each client names its checks "<scenario>/<client>-oauth:…" (OAUTH_PREFIX).
+    local p="$name/ts-oauth:"
+    run_client "$p" "$LOGS/$name.ts.out" env "${cenv[@]}" OAUTH_PREFIX="$p" bash -c 'cd "$1" && exec node client-oauth.mjs' _ "$ICACHE/node"
     if [ "$name" != dpop ]; then
-        run_client "$name/py-" "$LOGS/$name.py.out" env "${cenv[@]}" "$ICACHE/venv/bin/python" "$INTEROP/client_oauth.py" modern
-        run_client "$name/py-legacy-" "$LOGS/$name.py-legacy.out" env "${cenv[@]}" "$ICACHE/venv/bin/python" "$INTEROP/client_oauth.py" legacy
+        p="$name/py-oauth:"
+        run_client "$p" "$LOGS/$name.py.out" env "${cenv[@]}" OAUTH_PREFIX="$p" "$ICACHE/venv/bin/python" "$INTEROP/client_oauth.py" modern
+        p="$name/py-legacy-oauth:"
+        run_client "$p" "$LOGS/$name.py-legacy.out" env "${cenv[@]}" OAUTH_PREFIX="$p" "$ICACHE/venv/bin/python" "$INTEROP/client_oauth.py" legacy
     fi
     stop_all
 }

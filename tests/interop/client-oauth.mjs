@@ -16,6 +16,7 @@
 //   OAUTH_STEPUP_TOOL    tool that needs a scope the first token lacks (default server_stats), and
 //   OAUTH_STEPUP_ARGS    its arguments as JSON (default {})
 //   OAUTH_EXPECT_TOKEN   jwt | opaque: the access token format the AS is expected to issue
+//   OAUTH_PREFIX         check-name prefix (default "oauth:")
 //   OAUTH_CC_CLIENT_ID, OAUTH_CC_CLIENT_SECRET   the AS's client_credentials client
 //                        (default: tests/authserver's defaults, mcp-cc-client / mcp-cc-client-secret)
 //   OAUTH_CC_SCOPE       scope the client_credentials client asks for (default mcp:tools)
@@ -54,11 +55,11 @@ const expiryLeeway = Number(process.env.OAUTH_EXPIRY_LEEWAY || 0); // the server
 const verbose = process.env.OAUTH_VERBOSE === '1';
 const REDIRECT_URI = 'http://127.0.0.1:9/oauth/callback'; // never contacted: the headless driver stops at it
 
-const rep = makeReporter('oauth:');
+const rep = makeReporter(process.env.OAUTH_PREFIX || 'oauth:');
 let skipped = 0;
 function skip(name, reason) {
     skipped++;
-    console.log(`SKIP oauth:${name}: ${String(reason).replace(/\s+/g, ' ').slice(0, 500)}`);
+    console.log(`SKIP ${rep.prefix}${name}: ${String(reason).replace(/\s+/g, ' ').slice(0, 500)}`);
 }
 const backgroundErrors = [];
 process.on('unhandledRejection', e => backgroundErrors.push(`unhandledRejection: ${why(e)}`));

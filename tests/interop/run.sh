@@ -50,15 +50,8 @@ CACHE="$(cd "$CACHE" && pwd)"
 LOG_DIR="$CACHE/logs"
 mkdir -p "$LOG_DIR"
 
-PASSED=0
-FAILED=0
-record() { # record "<PASS|FAIL line>"
-    echo "$1"
-    case "$1" in
-        PASS\ *) PASSED=$((PASSED + 1)) ;;
-        FAIL\ *) FAILED=$((FAILED + 1)) ;;
-    esac
-}
+# record, run_client
+. "$HERE/clients.sh"
 
 # One install at a time per cache (two runs sharing a cache must not race).
 if command -v flock >/dev/null 2>&1; then
@@ -125,26 +118,6 @@ install_python() {
     "$venv/bin/python" -m pip install --disable-pip-version-check --no-input -q -r "$HERE/requirements.txt" || return 1
     "$venv/bin/python" -c 'import mcp.client.streamable_http' || return 1
     echo "$want" >"$stamp"
-}
-
-# ---- run one client, turning its output into counted lines ----------------------
-run_client() { # run_client <prefix> <log> <command...>
-    local prefix="$1" log="$2" rc line seen=0
-    shift 2
-    timeout --kill-after=10 "$CLIENT_TIMEOUT" "$@" >"$log" 2>"$log.stderr"
-    rc=$?
-    while IFS= read -r line; do
-        case "$line" in
-            PASS\ *|FAIL\ *) record "$line"; seen=$((seen + 1)) ;;
-        esac
-    done <"$log"
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        record "FAIL ${prefix}client: timed out after ${CLIENT_TIMEOUT} s (after $seen checks); stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
-    elif [ "$rc" -ne 0 ] && [ "$seen" -eq 0 ]; then
-        record "FAIL ${prefix}client: exited with status $rc and reported no checks; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
-    elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
-        record "FAIL ${prefix}client: exited with status $rc although no check failed; stderr: $(tail -c 300 "$log.stderr" | tr '\n' ' ')"
-    fi
 }
 
 if [ "$INSTALL_ONLY" = 1 ]; then
