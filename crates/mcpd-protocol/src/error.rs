@@ -67,6 +67,18 @@ impl ErrorObject {
         )
     }
 
+    /// `-32021` naming the extension `id` the request did not declare
+    /// (`data.requiredCapabilities.extensions[id] = {}`).
+    pub fn missing_extension(id: &str) -> Self {
+        Self::new(
+            ErrorCode::MISSING_CLIENT_CAPABILITY,
+            "Missing required client capability",
+        )
+        .with_data(serde_json::json!({
+            "requiredCapabilities": { "extensions": { id: {} } }
+        }))
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::INTERNAL_ERROR, message)
     }

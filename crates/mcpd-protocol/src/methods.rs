@@ -38,6 +38,13 @@ pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
     "notifications/subscriptions/acknowledged";
 
+/// The Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28).
+pub const TASKS_GET: &str = "tasks/get";
+pub const TASKS_UPDATE: &str = "tasks/update";
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// The extension's id, in `capabilities.extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// 2026-07-28 `_meta` keys.
 pub mod meta {
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -70,6 +77,9 @@ pub enum Handler {
     Dispatch,
     /// The transport: the method shapes its own response stream.
     Transport,
+    /// Core's task service (the Tasks extension): reads and changes a
+    /// task's durable record.
+    Tasks,
 }
 
 /// What mcpd knows about one request method.
@@ -163,6 +173,9 @@ method_table! {
     CompletionComplete = COMPLETION_COMPLETE, Both, Dispatch, changes: false, ask: false, target: None, cache: false;
     ServerDiscover = SERVER_DISCOVER, Stateless, Transport, changes: false, ask: false, target: None, cache: true;
     SubscriptionsListen = SUBSCRIPTIONS_LISTEN, Stateless, Transport, changes: false, ask: false, target: None, cache: false;
+    TasksGet = TASKS_GET, Stateless, Tasks, changes: false, ask: false, target: Some("taskId"), cache: false;
+    TasksUpdate = TASKS_UPDATE, Stateless, Tasks, changes: false, ask: false, target: Some("taskId"), cache: false;
+    TasksCancel = TASKS_CANCEL, Stateless, Tasks, changes: false, ask: false, target: Some("taskId"), cache: false;
 }
 
 impl std::fmt::Display for Method {
@@ -208,6 +221,14 @@ mod tests {
         assert_eq!(info(TOOLS_CALL).target, Some("name"));
         assert_eq!(info(RESOURCES_READ).target, Some("uri"));
         assert_eq!(info(TOOLS_LIST).target, None);
+        for t in [TASKS_GET, TASKS_UPDATE, TASKS_CANCEL] {
+            assert_eq!(info(t).target, Some("taskId"));
+            assert_eq!(info(t).handler, Handler::Tasks);
+            assert!(info(t).in_stateless_era() && !info(t).in_session_era());
+        }
+        // Removed by the extension: unknown methods (-32601).
+        assert_eq!(Method::parse("tasks/result"), None);
+        assert_eq!(Method::parse("tasks/list"), None);
         let asking: Vec<&str> = Method::ALL
             .iter()
             .filter(|m| m.info().may_ask)

@@ -47,6 +47,15 @@ impl ClientCapabilities {
             Some(e) => e.is_empty() || e.contains_key("form"),
         }
     }
+
+    /// Whether the client declared extension `id` in
+    /// `capabilities.extensions` (a legacy top-level `tasks` is not one).
+    pub fn declares_extension(&self, id: &str) -> bool {
+        self.other
+            .get("extensions")
+            .and_then(|e| e.as_object())
+            .is_some_and(|e| e.get(id).is_some_and(|v| v.is_object()))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -79,6 +88,9 @@ pub struct ServerCapabilities {
     pub logging: Option<JsonObject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<JsonObject>,
+    /// Extensions (2026-07-28 `server/discover`), by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<JsonObject>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,4 +109,25 @@ pub struct InitializeResult {
     pub server_info: Implementation,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+}
+
+#[cfg(test)]
+mod extension_tests {
+    use super::*;
+
+    #[test]
+    fn extensions_are_declared_only_under_capabilities_extensions() {
+        let caps: ClientCapabilities = serde_json::from_value(serde_json::json!({
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }))
+        .unwrap();
+        assert!(caps.declares_extension("io.modelcontextprotocol/tasks"));
+        assert!(!caps.declares_extension("io.example/other"));
+        // The 2025-11-25 `tasks` capability is not the extension.
+        let legacy: ClientCapabilities = serde_json::from_value(serde_json::json!({
+            "tasks": {"requests": {"tools": {"call": {}}}}
+        }))
+        .unwrap();
+        assert!(!legacy.declares_extension("io.modelcontextprotocol/tasks"));
+    }
 }
