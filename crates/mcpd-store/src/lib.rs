@@ -19,11 +19,13 @@ pub mod budget;
 pub mod bus;
 pub mod memory;
 pub mod redis;
+pub mod tasks;
 
 pub use budget::{Budget, Budgets};
 pub use bus::{BusTarget, ControlBus, LocalBus};
 pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
 pub use redis::{RedisBus, RedisConfig, RedisStore};
+pub use tasks::{MemoryTaskStore, TaskStore};
 
 /// One stored event: its sequence number within its stream and the bytes of
 /// the JSON-RPC message it carries.

@@ -20,7 +20,8 @@
 //! `event_log` and `directory` implement [`EventLog`](crate::EventLog) and
 //! [`SessionDirectory`](crate::SessionDirectory); `bus` is the control bus
 //! and stream ownership; `keys` the MRTR key ring shared by replicas;
-//! `once` keys claimed once (DPoP proof ids).
+//! `once` keys claimed once (DPoP proof ids); `tasks` the task records (the
+//! Tasks extension).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
@@ -34,6 +35,7 @@ mod directory;
 mod event_log;
 mod keys;
 mod once;
+mod tasks;
 
 pub use bus::RedisBus;
 
