@@ -51,6 +51,9 @@ pub enum Control {
     /// The addressed replica follows `stream`, whose requests no longer run
     /// on the sender (they ended, or it holds no such session).
     Gone { s: String, stream: String },
+    /// Task `id`, which the addressed replica runs, was answered or
+    /// cancelled: read its record.
+    Task { id: String },
 }
 
 impl Control {
@@ -65,7 +68,7 @@ impl Control {
             | Control::Tail { s, .. }
             | Control::GetMoved { s, .. }
             | Control::Gone { s, .. } => Some(s),
-            Control::Ack { .. } => None,
+            Control::Ack { .. } | Control::Task { .. } => None,
         }
     }
 

@@ -84,6 +84,14 @@ pub trait Peer: Send + Sync + 'static {
     /// A hint that this request will run long: the transport may close the
     /// client's connection and let it resume later (2025-11-25 SSE polling).
     async fn release_connection(&self) {}
+    /// The task this request runs as, if it is one.
+    fn task_id(&self) -> Option<&str> {
+        None
+    }
+    /// Turns the request into a task (see [`RequestContext::start_task`]).
+    async fn start_task(&self) -> Result<Option<String>, PeerError> {
+        Ok(self.task_id().map(str::to_owned))
+    }
 }
 
 /// Everything a handler gets besides its arguments.
@@ -342,6 +350,27 @@ impl RequestContext {
                 .invalid_answer(key, method, params, e.to_string())
                 .await),
         }
+    }
+
+    /// The id of the task this request runs as (the Tasks extension), or
+    /// `None` while the client waits for its result.
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.peer.task_id()
+    }
+
+    /// Turns this `tools/call` into a task, for a tool whose policy says
+    /// the handler starts it ([`crate::handler::TaskPolicy::starts_in_handler`]):
+    /// the client gets a `CreateTaskResult` now, and the handler's result
+    /// goes to the task. Call it once every question that must be answered
+    /// before the work starts has been answered (they are plain multi
+    /// round-trip questions, asked before the task exists).
+    ///
+    /// `Ok(Some(id))`: this is task `id` from now on (or already was).
+    /// `Ok(None)`: the request cannot become a task (the client did not
+    /// declare the extension, or another era): go on and return the
+    /// result. `Err`: the task could not be created (a limit, the store).
+    pub async fn start_task(&self) -> Result<Option<String>, PeerError> {
+        self.inner.peer.start_task().await
     }
 
     /// See [`Peer::release_connection`].

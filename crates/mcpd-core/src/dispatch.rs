@@ -106,6 +106,7 @@ impl McpServer {
             }),
             logging: Some(JsonObject::new()),
             completions: Some(JsonObject::new()),
+            extensions: None,
         }
     }
 

@@ -41,11 +41,70 @@ impl From<PeerError> for ToolError {
     }
 }
 
+/// Whether a tool runs as a task (the Tasks extension, 2026-07-28).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never: the result is always the response.
+    #[default]
+    Forbidden,
+    /// As a task when the request declares the extension, else synchronously.
+    Optional,
+    /// Only as a task: a request that does not declare the extension gets
+    /// `-32021` (and, in the session era, an `isError` result).
+    Required,
+}
+
+/// A tool's task policy: whether, and who starts the task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskPolicy {
+    pub support: TaskSupport,
+    /// The handler starts the task itself with
+    /// [`RequestContext::start_task`], after the questions it must ask
+    /// first; otherwise the task starts before the handler runs.
+    pub starts_in_handler: bool,
+}
+
+impl TaskPolicy {
+    pub const FORBIDDEN: Self = Self {
+        support: TaskSupport::Forbidden,
+        starts_in_handler: false,
+    };
+    pub const OPTIONAL: Self = Self {
+        support: TaskSupport::Optional,
+        starts_in_handler: false,
+    };
+    pub const REQUIRED: Self = Self {
+        support: TaskSupport::Required,
+        starts_in_handler: false,
+    };
+
+    /// The same support, with the task started by the handler.
+    pub const fn started_by_handler(self) -> Self {
+        Self {
+            support: self.support,
+            starts_in_handler: true,
+        }
+    }
+}
+
+impl From<TaskSupport> for TaskPolicy {
+    fn from(support: TaskSupport) -> Self {
+        Self {
+            support,
+            starts_in_handler: false,
+        }
+    }
+}
+
 /// A tool. Implement this directly for full control, or use [`tool_fn`].
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The definition `tools/list` shows.
     fn definition(&self) -> ToolDef;
+    /// Whether the tool runs as a task (forbidden unless overridden).
+    fn task_policy(&self) -> TaskPolicy {
+        TaskPolicy::FORBIDDEN
+    }
     /// Runs the tool. `args` is the `arguments` object (empty when absent).
     async fn call(
         &self,
@@ -129,6 +188,7 @@ pub fn parse_args<A: DeserializeOwned>(args: JsonObject) -> Result<A, ToolError>
 /// A tool made from an async closure over typed arguments.
 pub struct FnTool<A, F> {
     def: ToolDef,
+    task: TaskPolicy,
     f: F,
     _args: PhantomData<fn(A)>,
 }
@@ -158,6 +218,7 @@ where
             output_schema: None,
             annotations: None,
         },
+        task: TaskPolicy::FORBIDDEN,
         f,
         _args: PhantomData,
     }
@@ -167,6 +228,13 @@ impl<A, F> FnTool<A, F> {
     /// Edits the definition (title, annotations, output schema).
     pub fn with_definition(mut self, edit: impl FnOnce(&mut ToolDef)) -> Self {
         edit(&mut self.def);
+        self
+    }
+
+    /// Lets the tool run as a task: `TaskSupport::Optional`, `Required`, or
+    /// a [`TaskPolicy`] (`TaskPolicy::REQUIRED.started_by_handler()`).
+    pub fn with_task(mut self, policy: impl Into<TaskPolicy>) -> Self {
+        self.task = policy.into();
         self
     }
 }
@@ -180,6 +248,10 @@ where
 {
     fn definition(&self) -> ToolDef {
         self.def.clone()
+    }
+
+    fn task_policy(&self) -> TaskPolicy {
+        self.task
     }
 
     async fn call(
@@ -213,7 +285,16 @@ pub type DynPrompts = Arc<dyn PromptProvider>;
 /// arguments: for schemas a Rust type cannot express, or proxied tools.
 pub struct RawTool<F> {
     def: ToolDef,
+    task: TaskPolicy,
     f: F,
+}
+
+impl<F> RawTool<F> {
+    /// See [`FnTool::with_task`].
+    pub fn with_task(mut self, policy: impl Into<TaskPolicy>) -> Self {
+        self.task = policy.into();
+        self
+    }
 }
 
 pub fn raw_tool<F, Fut>(def: ToolDef, f: F) -> RawTool<F>
@@ -221,7 +302,11 @@ where
     F: Fn(JsonObject, RequestContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
 {
-    RawTool { def, f }
+    RawTool {
+        def,
+        task: TaskPolicy::FORBIDDEN,
+        f,
+    }
 }
 
 #[async_trait]
@@ -232,6 +317,10 @@ where
 {
     fn definition(&self) -> ToolDef {
         self.def.clone()
+    }
+
+    fn task_policy(&self) -> TaskPolicy {
+        self.task
     }
 
     async fn call(

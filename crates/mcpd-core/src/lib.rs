@@ -20,6 +20,8 @@
 //! - [`sessions`]: the session table and [`SessionHandle`];
 //!   [`lifecycle`]: what a connection may send before and after
 //!   `initialize`, `initialize` itself, readiness, shutdown.
+//! - [`tasks`]: the Tasks extension (a request actor with a durable
+//!   record), used by the stateless era.
 //! - [`stateless`], [`listen`]: the 2026-07-28 era's way in.
 //! - [`node`]: one process's core, wired ([`Node`]).
 
@@ -43,12 +45,15 @@ pub mod stateless;
 pub mod stats;
 pub mod stream;
 pub mod streams;
+pub mod tasks;
 
 pub use caller::Caller;
 pub use context::RequestContext;
 pub use dispatch::McpServer;
 pub use forward::Forward;
-pub use handler::{tool_fn, CacheHints, PromptProvider, ResourceProvider, Tool, ToolError};
+pub use handler::{
+    tool_fn, CacheHints, PromptProvider, ResourceProvider, TaskPolicy, TaskSupport, Tool, ToolError,
+};
 pub use lifecycle::{Admission, InitializeError, Lifecycle, LifecycleError};
 pub use limits::Limits;
 pub use mcpd_store::StoreError;
@@ -59,3 +64,4 @@ pub use sessions::{SessionHandle, SessionTable};
 pub use stateless::{ModernMeta, Stateless};
 pub use stats::Stats;
 pub use stream::{StreamItem, StreamReceiver};
+pub use tasks::{TaskConfig, Tasks};

@@ -36,6 +36,7 @@ use crate::request::RequestActor;
 use crate::sealed::KeyRing;
 use crate::stats::Stats;
 use crate::stream::{StreamItem, StreamReceiver, StreamSender};
+use crate::tasks::{Plan, Running, TaskPeer, Tasks};
 
 /// The per-request `_meta` claims of a 2026-07-28 request.
 #[derive(Debug, Clone)]
@@ -113,6 +114,8 @@ pub struct Stateless {
     cache: CacheHints,
     /// What every response stream is charged against (the process's bytes).
     budgets: mcpd_store::Budgets,
+    /// The Tasks extension (`None`: off, or an endpoint without tasks).
+    tasks: Option<Arc<Tasks>>,
 }
 
 impl Stateless {
@@ -122,6 +125,7 @@ impl Stateless {
         feed: Arc<ChangeFeed>,
         keys: KeyRing,
         cache: CacheHints,
+        tasks: Option<Arc<Tasks>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             budgets: mcpd_store::Budgets::new([server.buffers.clone()]),
@@ -130,7 +134,13 @@ impl Stateless {
             feed,
             keys,
             cache,
+            tasks,
         })
+    }
+
+    /// The task service, when the extension is on for this endpoint.
+    pub fn tasks(&self) -> Option<&Arc<Tasks>> {
+        self.tasks.as_ref()
     }
 
     fn server_info(&self) -> Value {
@@ -138,7 +148,7 @@ impl Stateless {
     }
 
     /// Adds `resultType`, server info and cache hints to a result.
-    fn decorate(
+    pub fn decorate(
         &self,
         method: Option<Method>,
         outcome: Result<Value, ErrorObject>,
@@ -175,7 +185,12 @@ impl Stateless {
 
     /// The `server/discover` result.
     pub fn discover(&self) -> Value {
-        let caps = self.server.capabilities();
+        let mut caps = self.server.capabilities();
+        if self.tasks.is_some() {
+            let mut ext = JsonObject::new();
+            ext.insert(m::TASKS_EXTENSION.into(), Value::Object(JsonObject::new()));
+            caps.extensions = Some(ext);
+        }
         let mut result = json!({
             "supportedVersions": mcpd_protocol::version::all_list(),
             "capabilities": caps,
@@ -219,6 +234,48 @@ impl Stateless {
                 return rx;
             }
         };
+        let tool = (method == Some(Method::ToolsCall))
+            .then(|| {
+                req.target()
+                    .and_then(|name| self.server.registry.tool(name))
+            })
+            .flatten();
+        let plan = match &tool {
+            Some(t) => Tasks::plan(
+                self.tasks.as_deref(),
+                t.task_policy(),
+                &meta.client_capabilities,
+            ),
+            None => Plan::Sync,
+        };
+        let escalation = match plan {
+            Plan::Sync => None,
+            Plan::SyncMayStart => self.tasks.clone().map(|tasks| Escalation {
+                tasks,
+                tool: req.target().unwrap_or_default().to_owned(),
+                caller: caller.clone(),
+                request_id: id.clone(),
+                stateless: Arc::downgrade(self),
+                started: std::sync::OnceLock::new(),
+            }),
+            Plan::Task => return self.run_task(req, meta, caller, tx, rx),
+            Plan::Refuse(e) => {
+                let _ = tx.try_send(StreamItem::Json {
+                    data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
+                    error: Some(e.code),
+                });
+                return rx;
+            }
+        };
+        let escalation = escalation.map(Arc::new);
+        let deadline = match &escalation {
+            Some(_) => limits.request_timeout.max(
+                self.tasks
+                    .as_ref()
+                    .map_or(Duration::ZERO, |t| t.config().max_run),
+            ),
+            None => limits.request_timeout,
+        };
         let mrtr = Arc::new(Mrtr::default());
         let emitted = Arc::new(AtomicBool::new(false));
         let peer = StatelessPeer {
@@ -228,6 +285,7 @@ impl Stateless {
             answers: answers.clone(),
             mrtr: mrtr.clone(),
             may_ask: method.is_some_and(|m| m.info().may_ask),
+            escalation: escalation.clone(),
         };
         let rctx = RequestContext::new(ContextParts {
             request_id: id.clone(),
@@ -253,7 +311,16 @@ impl Stateless {
             })
         };
         let writer = tx.clone();
+        let started = escalation.clone();
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
+            if let Some(running) = started.as_ref().and_then(|e| e.started.get()) {
+                // The handler made itself a task: its result is the task's.
+                let (tasks, id) = (this.tasks.clone(), running.id.clone());
+                if let Some(tasks) = tasks {
+                    actix::spawn(async move { tasks.finish(&id, outcome).await });
+                }
+                return;
+            }
             let outcome = this.decorate(method, outcome);
             let bytes = Bytes::from(jsonrpc::outcome_bytes(&id, &outcome));
             let item = if emitted.load(Ordering::Acquire) {
@@ -273,17 +340,110 @@ impl Stateless {
                 let _ = writer.send(item).await;
             });
         });
-        let closed = Box::pin(async move { tx.closed().await });
+        // Closing the response stream cancels the request, until it is a
+        // task: then only `tasks/cancel` does.
+        let closed = Box::pin(async move {
+            tx.closed().await;
+            if let Some(running) = escalation.as_ref().and_then(|e| e.started.get()) {
+                running.cancelled().await;
+            }
+        });
+        RequestActor::new(driver, rctx, on_done, deadline, self.stats.clone())
+            .cancel_on(closed)
+            .start();
+        rx
+    }
+
+    /// A `tools/call` that is a task from the start: the record is created,
+    /// the client gets the `CreateTaskResult`, and the handler runs on with
+    /// a [`TaskPeer`], reporting to the record.
+    fn run_task(
+        self: &Arc<Self>,
+        req: Request,
+        meta: ModernMeta,
+        caller: Caller,
+        tx: StreamSender,
+        rx: StreamReceiver,
+    ) -> StreamReceiver {
+        let Some(tasks) = self.tasks.clone() else {
+            return rx;
+        };
+        let this = self.clone();
+        actix::spawn(async move {
+            let id = req.id.clone();
+            let tool = req.target().unwrap_or_default().to_owned();
+            let running = match tasks.create(&tool, &caller).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let e = this.decorate(None, Err(e)).unwrap_err();
+                    let _ = tx
+                        .send(StreamItem::Json {
+                            data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
+                            error: Some(e.code),
+                        })
+                        .await;
+                    return;
+                }
+            };
+            this.start_task_actor(req, meta, caller, &tasks, &running);
+            let created = this.task_created(&tasks, &running);
+            let _ = tx
+                .send(StreamItem::Json {
+                    data: Bytes::from(jsonrpc::outcome_bytes(&id, &Ok(created))),
+                    error: None,
+                })
+                .await;
+        });
+        rx
+    }
+
+    /// The decorated `CreateTaskResult` of a task just created.
+    fn task_created(&self, tasks: &Tasks, running: &Running) -> Value {
+        let mut created = tasks.created(running);
+        created["resultType"] = Value::from("task");
+        self.decorate(None, Ok(created)).unwrap_or(Value::Null)
+    }
+
+    /// Runs a task's handler in its own [`RequestActor`].
+    fn start_task_actor(
+        &self,
+        req: Request,
+        meta: ModernMeta,
+        caller: Caller,
+        tasks: &Arc<Tasks>,
+        running: &Arc<Running>,
+    ) {
+        let span = if mcpd_telemetry::trace::spans_wanted() {
+            tracing::info_span!("mcp.task", task.id = %running.id, mcp.tool = req.target().unwrap_or_default())
+        } else {
+            tracing::Span::none()
+        };
+        let rctx = RequestContext::new(ContextParts {
+            request_id: req.id.clone(),
+            // Tasks report no progress and no logs (the extension).
+            progress_token: None,
+            client_capabilities: Arc::new(meta.client_capabilities),
+            protocol_version: ProtocolVersion::V2026_07_28,
+            session_id: None,
+            peer: running.peer.clone(),
+            ask_timeout: tasks.config().max_run,
+            caller,
+        });
+        let work = tracing::Instrument::instrument(self.server.dispatch(req, rctx.clone()), span);
+        let (t, id) = (tasks.clone(), running.id.clone());
+        let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
+            actix::spawn(async move { t.finish(&id, outcome).await });
+        });
+        let r = running.clone();
         RequestActor::new(
-            driver,
+            Box::pin(work),
             rctx,
             on_done,
-            limits.request_timeout,
+            tasks.config().max_run,
             self.stats.clone(),
         )
-        .cancel_on(closed)
+        .cancel_on(Box::pin(async move { r.cancelled().await }))
         .start();
-        rx
     }
 
     /// Answers from the sealed `requestState` plus this round's `inputResponses`.
@@ -418,9 +578,30 @@ struct StatelessPeer {
     answers: JsonObject,
     mrtr: Arc<Mrtr>,
     may_ask: bool,
+    /// Set for a tool that may make itself a task.
+    escalation: Option<Arc<Escalation>>,
+}
+
+/// What a handler needs to turn its request into a task.
+struct Escalation {
+    tasks: Arc<Tasks>,
+    tool: String,
+    caller: Caller,
+    request_id: mcpd_protocol::RequestId,
+    stateless: std::sync::Weak<Stateless>,
+    /// The task, once started.
+    started: std::sync::OnceLock<Arc<Running>>,
 }
 
 impl StatelessPeer {
+    /// The task's peer, once the request became one.
+    fn task(&self) -> Option<&Arc<TaskPeer>> {
+        self.escalation
+            .as_ref()
+            .and_then(|e| e.started.get())
+            .map(|r| &r.peer)
+    }
+
     async fn park(&self) -> ! {
         std::future::pending::<()>().await;
         unreachable!("a parked handler is dropped, never resumed")
@@ -430,6 +611,9 @@ impl StatelessPeer {
 #[async_trait]
 impl Peer for StatelessPeer {
     async fn notify(&self, method: &'static str, params: Value) -> Result<(), PeerError> {
+        if let Some(task) = self.task() {
+            return task.notify(method, params).await;
+        }
         self.emitted.store(true, Ordering::Release);
         let data = to_bytes(&jsonrpc::notification(method, params));
         self.writer
@@ -468,8 +652,11 @@ impl Peer for StatelessPeer {
         key: &str,
         method: &'static str,
         params: Value,
-        _timeout: Duration,
+        timeout: Duration,
     ) -> Result<Value, PeerError> {
+        if let Some(task) = self.task() {
+            return task.request(key, method, params, timeout).await;
+        }
         if let Some(answer) = self.answers.get(key) {
             return Ok(answer.clone());
         }
@@ -487,7 +674,51 @@ impl Peer for StatelessPeer {
         self.park().await
     }
 
+    fn task_id(&self) -> Option<&str> {
+        self.task().map(|_| {
+            self.escalation
+                .as_ref()
+                .and_then(|e| e.started.get())
+                .map_or("", |r| r.id.as_str())
+        })
+    }
+
+    async fn start_task(&self) -> Result<Option<String>, PeerError> {
+        let Some(esc) = &self.escalation else {
+            return Ok(None);
+        };
+        if let Some(r) = esc.started.get() {
+            return Ok(Some(r.id.clone()));
+        }
+        let Some(stateless) = esc.stateless.upgrade() else {
+            return Err(PeerError::Gone);
+        };
+        let running = esc
+            .tasks
+            .create(&esc.tool, &esc.caller)
+            .await
+            .map_err(PeerError::Client)?;
+        let created = stateless.task_created(&esc.tasks, &running);
+        let _ = esc.started.set(running.clone());
+        // The answer to the tools/call: the task exists.
+        let data = Bytes::from(jsonrpc::outcome_bytes(&esc.request_id, &Ok(created)));
+        let item = if self.emitted.load(Ordering::Acquire) {
+            StreamItem::Event {
+                id: String::new(),
+                data,
+                retry_ms: None,
+            }
+        } else {
+            StreamItem::Json { data, error: None }
+        };
+        let _ = self.writer.send(item).await;
+        Ok(Some(running.id.clone()))
+    }
+
     async fn missing_capability(&self, capability: &'static str) -> PeerError {
+        if let Some(task) = self.task() {
+            return task.missing_capability(capability).await;
+        }
         self.mrtr.update(|s| {
             s.missing
                 .insert(capability.to_owned(), Value::Object(JsonObject::new()));

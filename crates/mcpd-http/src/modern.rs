@@ -104,6 +104,9 @@ pub async fn post(
                 state.sse_opened(),
             ))
         }
+        m::TASKS_GET | m::TASKS_UPDATE | m::TASKS_CANCEL => {
+            tasks(&req, &meta, state, &caller).await
+        }
         method
             if req.kind.is_some_and(|m| !m.info().in_stateless_era())
                 || !state.node.server.answers(method, req.server_id.as_deref()) =>
@@ -120,6 +123,8 @@ pub async fn post(
                 Some(StreamItem::Json { data: json, error }) => {
                     let status = match error {
                         Some(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
+                        // A task refused at a limit (tasks.*).
+                        Some(ErrorCode::OVERLOADED) => StatusCode::SERVICE_UNAVAILABLE,
                         _ => StatusCode::OK,
                     };
                     Ok(HttpResponse::build(status)
@@ -134,6 +139,47 @@ pub async fn post(
                     state.sse_opened(),
                 )),
             }
+        }
+    }
+}
+
+/// `tasks/get`, `tasks/update`, `tasks/cancel`: unknown methods where the
+/// extension is off; `-32021` for a request that does not declare it
+/// (checked before the task id is looked at); then the task service.
+async fn tasks(
+    req: &Request,
+    meta: &ModernMeta,
+    state: &AppState,
+    caller: &mcpd_core::Caller,
+) -> Result<HttpResponse, HttpError> {
+    let (Some(tasks), Some(method)) = (state.stateless.tasks(), req.kind) else {
+        return Err(rpc(
+            StatusCode::NOT_FOUND,
+            req,
+            ErrorObject::method_not_found(&req.method),
+        ));
+    };
+    if !meta
+        .client_capabilities
+        .declares_extension(m::TASKS_EXTENSION)
+    {
+        return Err(rpc(
+            StatusCode::BAD_REQUEST,
+            req,
+            ErrorObject::missing_extension(m::TASKS_EXTENSION),
+        ));
+    }
+    let outcome = tasks.serve(method, req.params.as_ref(), caller).await;
+    match state.stateless.decorate(Some(method), outcome) {
+        Ok(result) => {
+            Ok(HttpResponse::Ok().json(mcpd_protocol::jsonrpc::response(&req.id, result)))
+        }
+        Err(e) => {
+            let status = match e.code {
+                ErrorCode::INVALID_PARAMS => StatusCode::BAD_REQUEST,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            Err(rpc(status, req, e))
         }
     }
 }

@@ -32,6 +32,10 @@ use syn::{Attribute, Expr, FnArg, ItemFn, Lit, Meta, Visibility};
 /// The function becomes a constructor: `echo()` returns the tool (an
 /// `impl Tool`), built with `tool_fn`. The function may leave out the
 /// `RequestContext` parameter when it does not need it.
+///
+/// `#[mcpd::tool(task = "optional")]` lets the tool run as a task (the
+/// Tasks extension); `"required"` runs it only as one; `"forbidden"` is
+/// the default.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = syn::parse_macro_input!(item as ItemFn);
@@ -40,13 +44,43 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenStream2> {
-    if !attr.is_empty() {
-        return Err(syn::Error::new(
-            attr.span(),
-            "#[mcpd::tool] takes no arguments: the name is the function's, the description its doc comment",
-        ));
+/// `task = "optional" | "required" | "forbidden"`, the one argument.
+fn task_support(attr: TokenStream2) -> syn::Result<Option<TokenStream2>> {
+    if attr.is_empty() {
+        return Ok(None);
     }
+    let refuse = |span: proc_macro2::Span| {
+        syn::Error::new(
+            span,
+            "#[mcpd::tool] takes only `task = \"optional\"`, `\"required\"` or `\"forbidden\"`: the name is the function's, the description its doc comment",
+        )
+    };
+    let meta: Meta = syn::parse2(attr.clone()).map_err(|_| refuse(attr.span()))?;
+    let Meta::NameValue(nv) = &meta else {
+        return Err(refuse(meta.span()));
+    };
+    if !nv.path.is_ident("task") {
+        return Err(refuse(nv.path.span()));
+    }
+    let Expr::Lit(lit) = &nv.value else {
+        return Err(refuse(nv.value.span()));
+    };
+    let Lit::Str(s) = &lit.lit else {
+        return Err(refuse(lit.span()));
+    };
+    let variant = match s.value().as_str() {
+        "optional" => quote!(Optional),
+        "required" => quote!(Required),
+        "forbidden" => quote!(Forbidden),
+        _ => return Err(refuse(s.span())),
+    };
+    Ok(Some(
+        quote!(.with_task(::mcpd::prelude::TaskSupport::#variant)),
+    ))
+}
+
+fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenStream2> {
+    let task = task_support(attr)?;
     let sig = &item.sig;
     if sig.asyncness.is_none() {
         return Err(syn::Error::new(
@@ -96,7 +130,7 @@ fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenStream2> {
         #(#outer)*
         #vis fn #ident() -> impl ::mcpd::prelude::Tool {
             #item
-            ::mcpd::prelude::tool_fn(#name, #description, #handler)
+            ::mcpd::prelude::tool_fn(#name, #description, #handler)#task
         }
     })
 }
@@ -160,6 +194,23 @@ mod tests {
     }
 
     #[test]
+    fn a_task_policy_reaches_the_builder() {
+        let out = expand_fn(
+            quote!(task = "optional"),
+            quote!(
+                /// Writes a report.
+                async fn report(a: A, ctx: RequestContext) -> R {}
+            ),
+        )
+        .expect("expands")
+        .to_string();
+        assert!(
+            out.contains("with_task (:: mcpd :: prelude :: TaskSupport :: Optional)"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn a_raw_identifier_names_the_tool_without_r_hash() {
         let out = expand_fn(
             quote!(),
@@ -207,7 +258,15 @@ mod tests {
                 async fn f(a: A) -> R {}
             )
         )
-        .contains("no arguments"));
+        .contains("takes only"));
+        assert!(refused(
+            quote!(task = "sometimes"),
+            quote!(
+                /// d
+                async fn f(a: A) -> R {}
+            )
+        )
+        .contains("takes only"));
         assert!(refused(
             quote!(),
             quote!(

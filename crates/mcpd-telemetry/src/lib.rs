@@ -46,6 +46,12 @@ pub struct Metrics {
     pub rate_limited: IntCounterVec,
     pub tool_calls: IntCounterVec,
     pub tool_duration: HistogramVec,
+    pub tasks_created: IntCounter,
+    pub tasks_finished: IntCounterVec,
+    pub tasks_working: IntGauge,
+    pub task_duration: HistogramVec,
+    pub tasks_refused: IntCounterVec,
+    pub tasks_reaped: IntCounter,
     /// Tools whose name is a label value (others are counted as `other`).
     tool_labels: Vec<String>,
     /// Resolved series of `rpc_requests`/`rpc_duration`, by method label
@@ -194,6 +200,21 @@ impl Metrics {
             rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
             tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
             tool_duration: hv("mcpd_tool_call_duration_seconds", "Duration of tools/call requests by tool (configured names, else other).", &["tool"]),
+            tasks_created: c("mcpd_tasks_created_total", "Tasks created on this replica (tools/call answered with CreateTaskResult)."),
+            tasks_finished: cv("mcpd_tasks_finished_total", "Tasks ended, by status (completed, failed, cancelled), counted by the replica that recorded the end.", &["status"]),
+            tasks_working: g("mcpd_tasks_working", "Tasks running on this replica (working or input_required)."),
+            task_duration: {
+                let m = HistogramVec::new(
+                    HistogramOpts::new("mcpd_task_duration_seconds", "Time from creation to end of tasks, by final status.")
+                        .buckets(vec![0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0]),
+                    &["status"],
+                )
+                .expect("valid metric");
+                registry.register(Box::new(m.clone())).expect("unique metric");
+                m
+            },
+            tasks_refused: cv("mcpd_tasks_refused_total", "Tasks refused at creation, by limit (principal: tasks.max_active_per_principal, replica: tasks.max_working_per_replica).", &["reason"]),
+            tasks_reaped: c("mcpd_tasks_reaped_total", "Tasks failed because the replica running them stopped (found by a read or the reaper)."),
             method_series: Method::ALL
                 .iter()
                 .map(|m| m.info().metric_label())
@@ -218,6 +239,12 @@ impl Metrics {
         }
         for result in ["ok", "unknown", "expired", "gap", "unavailable"] {
             m.sse_resumptions.with_label_values(&[result]);
+        }
+        for status in ["completed", "failed", "cancelled"] {
+            m.tasks_finished.with_label_values(&[status]);
+        }
+        for reason in ["principal", "replica"] {
+            m.tasks_refused.with_label_values(&[reason]);
         }
         for reason in ["malformed", "unknown_key", "altered", "expired"] {
             m.request_state_refused.with_label_values(&[reason]);

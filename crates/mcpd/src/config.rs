@@ -23,6 +23,7 @@ mod rate_limit;
 mod server;
 mod stateless;
 mod store;
+mod tasks;
 mod tls;
 mod tracing;
 
@@ -38,6 +39,7 @@ pub use rate_limit::RateLimitSection;
 pub use server::{ServerSection, Transport};
 pub use stateless::{StateKey, StatelessSection};
 pub use store::{StoreBackend, StoreSection};
+pub use tasks::TasksSection;
 pub use tls::TlsSection;
 
 /// `Serialize` only feeds [`layers`], which reads the default's shape to
@@ -50,6 +52,7 @@ pub struct Config {
     pub limits: LimitsSection,
     pub store: StoreSection,
     pub stateless: StatelessSection,
+    pub tasks: TasksSection,
     pub admin: AdminSection,
     pub log: LogSection,
     pub tracing: TracingSection,
@@ -129,6 +132,7 @@ impl Config {
         self.store.validate()?;
         self.admin.validate()?;
         self.stateless.validate()?;
+        self.tasks.validate()?;
         self.log.validate()
     }
 }

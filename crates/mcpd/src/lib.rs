@@ -19,7 +19,7 @@ use mcpd_http::AppState;
 use mcpd_protocol::types::Implementation;
 use mcpd_store::{
     ControlBus, EventLog, LocalBus, MemoryEventLog, MemorySessionDirectory, RedisBus, RedisStore,
-    SessionDirectory,
+    SessionDirectory, TaskStore,
 };
 use tracing::Instrument;
 
@@ -144,6 +144,7 @@ pub fn serve_with(
             })
         })
         .collect();
+    let tasks = state.stateless.tasks().cloned();
     let nodes: Vec<Arc<Node>> = std::iter::once(node.clone())
         .chain(endpoints.iter().map(|e| e.node.clone()))
         .collect();
@@ -223,6 +224,7 @@ pub fn serve_with(
         server.handle(),
         admin.as_ref().map(|(_, s)| s.handle()),
         nodes,
+        tasks,
         &config.server,
     );
     Ok(Running {
@@ -293,7 +295,15 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
         mcpd_gateway::catalog::aggregate(up.clone(), &server, &config.gateway.separator);
     }
     let stores = Stores::open(config)?;
-    let mut core = core_for(config, server, stats.clone(), &stores);
+    let tasks = config.tasks.enabled.then(|| {
+        mcpd_core::Tasks::new(
+            stores.tasks.clone(),
+            stores.cluster.clone(),
+            server.clone(),
+            mcpd_core::TaskConfig::from(&config.tasks),
+        )
+    });
+    let mut core = core_for(config, server, stats.clone(), &stores, tasks.clone());
     for task in background {
         actix_rt::spawn(task);
     }
@@ -327,7 +337,9 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
                 }
             }
         }));
-        let c = core_for(config, Arc::new(s), stats.clone(), &stores);
+        // Pass-through endpoints offer no tasks: the upstream's own are
+        // its business.
+        let c = core_for(config, Arc::new(s), stats.clone(), &stores, None);
         core.upstreams.push((up.id().to_owned(), c));
     }
     // One bus subscriber for the process: a control message names its
@@ -335,7 +347,13 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
     let tables = std::iter::once(core.node.sessions.clone())
         .chain(core.upstreams.iter().map(|(_, c)| c.node.sessions.clone()))
         .collect();
-    stores.cluster.clone().start(Arc::new(Tables(tables)));
+    if let Some(tasks) = &tasks {
+        tasks.start();
+    }
+    stores
+        .cluster
+        .clone()
+        .start(Arc::new(Tables { tables, tasks }));
     if let Some(redis) = &stores.redis {
         if config.stateless.state_keys.is_empty() {
             share_key_ring(redis.clone(), stores.keys.clone(), &config.stateless);
@@ -359,6 +377,7 @@ struct Stores {
     log: Arc<dyn EventLog>,
     directory: Arc<dyn SessionDirectory>,
     cluster: Arc<dyn Cluster>,
+    tasks: Arc<dyn TaskStore>,
     keys: KeyRing,
     /// The Redis store, when configured: replicas with no configured
     /// `stateless.state_keys` share `keys` through it.
@@ -408,35 +427,46 @@ fn share_key_ring(redis: Arc<RedisStore>, ring: KeyRing, cfg: &config::Stateless
     });
 }
 
+/// One backend's event log, session directory, control bus and task store.
+type StoreSet = (
+    Arc<dyn EventLog>,
+    Arc<dyn SessionDirectory>,
+    Arc<dyn ControlBus>,
+    Arc<dyn TaskStore>,
+);
+
 impl Stores {
     fn open(config: &Config) -> std::io::Result<Self> {
         let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
         let replica = mcpd_core::new_replica_id();
         let mut redis = None;
-        let (log, directory, bus): (
-            Arc<dyn EventLog>,
-            Arc<dyn SessionDirectory>,
-            Arc<dyn ControlBus>,
-        ) = match config.store.backend {
+        let (log, directory, bus, tasks): StoreSet = match config.store.backend {
             StoreBackend::Memory => (
                 Arc::new(MemoryEventLog::new(mcpd_store::Retention::from(
                     &config.store,
                 ))),
                 Arc::new(MemorySessionDirectory::default()),
                 Arc::new(LocalBus::new(replica)),
+                Arc::new(mcpd_store::MemoryTaskStore::default()),
             ),
             StoreBackend::Redis => {
                 let ttl = Duration::from_secs(config.limits.session_idle_timeout_secs);
                 let store = RedisStore::new(config.store.redis(ttl), replica)
                     .map_err(|e| invalid(e.to_string()))?;
                 redis = Some(store.clone());
-                (store.clone(), store.clone(), Arc::new(RedisBus(store)))
+                (
+                    store.clone(),
+                    store.clone(),
+                    Arc::new(RedisBus(store.clone())),
+                    store,
+                )
             }
         };
         Ok(Self {
             log,
             directory,
             cluster: cluster::build(bus),
+            tasks,
             // Built once: every endpoint opens what any replica sealed.
             keys: config.stateless.key_ring(),
             redis,
@@ -444,21 +474,35 @@ impl Stores {
     }
 }
 
-/// Every endpoint's session table, as the one inbox of the process.
-struct Tables(Vec<Arc<SessionTable>>);
+/// Every endpoint's session table and the task service, as the one inbox
+/// of the process.
+struct Tables {
+    tables: Vec<Arc<SessionTable>>,
+    tasks: Option<Arc<mcpd_core::Tasks>>,
+}
 
 impl Inbox for Tables {
-    /// To the table that holds the message's session; one that none holds
-    /// (an `End` or `Reload` is acknowledged all the same) to the first.
+    /// A task's to the task service; a session's to the table that holds
+    /// it; one that none holds (an `End` or `Reload` is acknowledged all
+    /// the same) to the first.
     fn deliver(&self, msg: Control) {
+        if self.tasks.as_ref().is_some_and(|t| t.on_control(&msg)) {
+            return;
+        }
         let held = |t: &&Arc<SessionTable>| msg.session().is_some_and(|s| t.get(s).is_some());
-        let table = self.0.iter().find(held).unwrap_or(&self.0[0]);
+        let table = self.tables.iter().find(held).unwrap_or(&self.tables[0]);
         table.deliver(msg);
     }
 }
 
 /// The session-era and stateless-era core of one endpoint serving `server`.
-fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>, stores: &Stores) -> Core {
+fn core_for(
+    config: &Config,
+    server: Arc<McpServer>,
+    stats: Arc<Stats>,
+    stores: &Stores,
+    tasks: Option<Arc<mcpd_core::Tasks>>,
+) -> Core {
     let node = Node::new(
         server.clone(),
         stores.log.clone(),
@@ -473,6 +517,7 @@ fn core_for(config: &Config, server: Arc<McpServer>, stats: Arc<Stats>, stores: 
         node.feed.clone(),
         stores.keys.clone(),
         mcpd_core::CacheHints::from(&config.stateless),
+        tasks,
     );
     Core {
         node,

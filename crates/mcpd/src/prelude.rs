@@ -16,7 +16,8 @@ pub use async_trait::async_trait;
 pub use mcpd_core::context::PeerError;
 pub use mcpd_core::handler::{raw_tool, schema_for, structured};
 pub use mcpd_core::{
-    tool_fn, PromptProvider, Registry, RequestContext, ResourceProvider, Tool, ToolError,
+    tool_fn, PromptProvider, Registry, RequestContext, ResourceProvider, TaskPolicy, TaskSupport,
+    Tool, ToolError,
 };
 pub use mcpd_macros::tool;
 pub use mcpd_protocol::types::{

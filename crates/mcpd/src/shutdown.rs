@@ -18,7 +18,8 @@
 //!    appends, ownership removals) finish — the store connection lives on
 //!    the main runtime, past the HTTP workers — and its liveness key is
 //!    deleted, so the other replicas answer the requests it could not
-//!    finish at once instead of after the key's TTL.
+//!    finish at once instead of after the key's TTL. Tasks still running
+//!    are failed first, with a message that says the server shut down.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,8 @@ pub struct StopHandle {
     admin: Option<ServerHandle>,
     /// The main endpoint's first, then the gateway's pass-through endpoints'.
     nodes: Vec<Arc<Node>>,
+    /// The task service, whose unfinished tasks fail at the end.
+    tasks: Option<Arc<mcpd_core::Tasks>>,
     delay: Duration,
     grace: Duration,
     phase: Arc<watch::Sender<Phase>>,
@@ -55,12 +58,14 @@ impl StopHandle {
         http: ServerHandle,
         admin: Option<ServerHandle>,
         nodes: Vec<Arc<Node>>,
+        tasks: Option<Arc<mcpd_core::Tasks>>,
         server: &crate::config::ServerSection,
     ) -> Self {
         Self {
             http,
             admin,
             nodes,
+            tasks,
             delay: Duration::from_secs(server.shutdown_delay_secs),
             grace: Duration::from_secs(server.shutdown_grace_secs),
             phase: Arc::new(watch::channel(Phase::Serving).0),
@@ -122,6 +127,11 @@ impl StopHandle {
         http.await;
         if let Some(admin) = &self.admin {
             admin.stop(true).await;
+        }
+        // Tasks still running end with the process: say so in their
+        // records rather than leave them to the reaper.
+        if let Some(tasks) = &self.tasks {
+            tasks.shut_down().await;
         }
         // One cluster is shared by every endpoint of the process.
         self.node().cluster.retire().await;

@@ -125,6 +125,15 @@ impl McpServer {
             .tool(&params.name)
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)))?;
         let v = ctx.protocol_version();
+        if tool.task_policy().support == crate::handler::TaskSupport::Required
+            && v < ProtocolVersion::V2026_07_28
+        {
+            // Tasks exist only at 2026-07-28 (the extension).
+            return to_json(&mcpd_protocol::types::CallToolResult::error(format!(
+                "{} runs only as a task: call it at protocol version 2026-07-28, declaring the io.modelcontextprotocol/tasks extension",
+                params.name
+            )));
+        }
         let span = if !mcpd_telemetry::trace::spans_wanted() {
             tracing::Span::none()
         } else {
