@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod conformance;
 pub mod conformance_stateless;
+pub mod conformance_tasks;
 pub mod demo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -33,6 +34,7 @@ impl Toolset {
             Toolset::Conformance => {
                 conformance::install(registry);
                 conformance_stateless::install(registry);
+                conformance_tasks::install(registry);
                 Vec::new()
             }
             Toolset::None => Vec::new(),

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use mcpd_core::handler::{tool_fn, PromptProvider, ResourceProvider};
-use mcpd_core::{Registry, RequestContext, Stats, ToolError};
+use mcpd_core::{Registry, RequestContext, Stats, TaskSupport, ToolError};
 use mcpd_protocol::types::{
     CallToolResult, Content, CreateMessageParams, ElicitAction, GetPromptResult, JsonObject,
     Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, Role, SamplingMessage,
@@ -30,6 +30,16 @@ struct CountdownArgs {
     steps: u32,
     /// Pause before each step, in milliseconds.
     interval_ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ReportArgs {
+    /// What the report is about.
+    topic: String,
+    /// How many sections to write (1 to 100).
+    sections: u32,
+    /// Time spent on each section, in milliseconds (at most 60000).
+    section_ms: u64,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -67,6 +77,14 @@ pub fn install(registry: &Registry, stats: Arc<Stats>) -> Vec<BoxFuture<'static,
         "Counts down `steps` steps, `interval_ms` apart, reporting progress at each; returns `done`. Cancellable.",
         countdown,
     )));
+    registry.add_tool(Arc::new(
+        tool_fn(
+            "long_report",
+            "Writes a report on `topic`, one section every `section_ms`; asks whether to add an appendix when the client can ask its user. Runs as a task for clients that declare the Tasks extension: start it, disconnect, and collect the report later with tasks/get.",
+            long_report,
+        )
+        .with_task(TaskSupport::Optional),
+    ));
     registry.add_tool(Arc::new(tool_fn(
         "ask_user",
         "Asks the user a question through the client (elicitation) and returns the answer.",
@@ -130,6 +148,51 @@ async fn countdown(a: CountdownArgs, ctx: RequestContext) -> Result<CallToolResu
         .await?;
     }
     Ok(CallToolResult::text("done"))
+}
+
+async fn long_report(a: ReportArgs, ctx: RequestContext) -> Result<CallToolResult, ToolError> {
+    if !(1..=100).contains(&a.sections) || a.section_ms > 60_000 {
+        return Err(ToolError::InvalidArguments(
+            "sections must be 1 to 100 and section_ms at most 60000".into(),
+        ));
+    }
+    let mut report = format!("# Report on {}\n", a.topic);
+    for i in 1..=a.sections {
+        tokio::time::sleep(Duration::from_millis(a.section_ms)).await;
+        report.push_str(&format!("\n## Section {i}\nFindings {i} on {}.\n", a.topic));
+        // Progress reaches a client that waits; a task reports none.
+        ctx.progress(
+            f64::from(i),
+            Some(f64::from(a.sections)),
+            Some(format!("section {i} of {}", a.sections)),
+        )
+        .await?;
+    }
+    if ctx.client_capabilities().elicitation_form() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "appendix": { "type": "boolean", "description": "Add an appendix" } },
+            "required": ["appendix"],
+        });
+        let JsonValueObject(schema) = JsonValueObject::from(schema);
+        let r = ctx
+            .elicit_as(
+                "appendix",
+                "The report is written. Add an appendix?",
+                schema,
+            )
+            .await?;
+        let wanted = r.action == ElicitAction::Accept
+            && r.content
+                .as_ref()
+                .and_then(|c| c.get("appendix"))
+                .and_then(|v| v.as_bool())
+                == Some(true);
+        if wanted {
+            report.push_str(&format!("\n## Appendix\nSources on {}.\n", a.topic));
+        }
+    }
+    Ok(CallToolResult::text(report))
 }
 
 async fn ask_user(a: AskArgs, ctx: RequestContext) -> Result<CallToolResult, ToolError> {
