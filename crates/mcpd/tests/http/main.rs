@@ -84,6 +84,7 @@ mod slow_clients;
 mod slow_reader;
 mod stateless;
 mod store_cost;
+mod tasks;
 mod tool_macro;
 mod tracing;
 
