@@ -79,7 +79,8 @@ start_mcpd() {  # start_mcpd NAME ARGS... ; sets URL
 
 # --- official conformance suite (strict: warnings fail) ----------------------------
 # Line 0.1 (32 session-era scenarios), then line 0.2 at 2025-11-25 and
-# 2026-07-28 (both eras), all against one mcpd process; both lines are pinned in
+# 2026-07-28 (both eras), then line 0.2's Tasks-extension scenarios, all
+# against one mcpd process; both lines are pinned in
 # tests/conformance (see its NOTES.md).
 run_conformance() {  # run_conformance LABEL ENV...
   local label=$1; shift
@@ -95,6 +96,9 @@ run_conformance() {  # run_conformance LABEL ENV...
 if start_mcpd conformance-server --toolset conformance; then
   run_conformance line-0.1
   run_conformance line-0.2 CONFORMANCE_LINE=0.2 CONFORMANCE_SPEC_VERSION="2025-11-25 2026-07-28"
+  # The Tasks extension's scenarios (extensions are never picked by a
+  # revision; cargo test runs the same nine through nginx over 3 replicas).
+  run_conformance tasks CONFORMANCE_LINE=0.2 CONFORMANCE_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition"
 else count 0 1; fi
 
 # --- interop with the official SDK clients -------------------------------------------

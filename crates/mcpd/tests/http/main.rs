@@ -85,6 +85,7 @@ mod slow_reader;
 mod stateless;
 mod store_cost;
 mod tasks;
+mod tasks_scaleout;
 mod tool_macro;
 mod tracing;
 

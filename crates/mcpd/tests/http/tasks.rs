@@ -533,3 +533,7 @@ async fn only_the_creating_principal_sees_a_task() {
     let t = wait_for(&alice, &id, "completed", Duration::from_secs(5)).await;
     assert_eq!(t["result"]["content"][0]["text"], "Kept secret.txt");
 }
+
+/// The official suite's task scenarios (line 0.2), as `scripts/test.sh`
+/// runs them.
+pub const CONFORMANCE_SCENARIOS: &str = "tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition";
