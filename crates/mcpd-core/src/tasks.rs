@@ -175,6 +175,8 @@ impl Tasks {
         let declared = tasks.is_some() && caps.declares_extension(m::TASKS_EXTENSION);
         match (policy.support, declared) {
             (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => Plan::Sync,
+            // Tasks off here: the tool answers that it cannot run.
+            (TaskSupport::Required, false) if tasks.is_none() => Plan::Sync,
             (TaskSupport::Required, false) => {
                 Plan::Refuse(ErrorObject::missing_extension(m::TASKS_EXTENSION))
             }

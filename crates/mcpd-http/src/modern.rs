@@ -95,6 +95,25 @@ pub async fn post(
             Ok(HttpResponse::Ok().json(body))
         }
         m::SUBSCRIPTIONS_LISTEN => {
+            // Task status notifications are not offered (the ack names
+            // none), but asking for them needs the extension declared.
+            let asks_tasks = req
+                .params
+                .as_ref()
+                .and_then(|p| p.get("notifications"))
+                .is_some_and(|n| n.get("taskIds").is_some());
+            if asks_tasks
+                && state.stateless.tasks().is_some()
+                && !meta
+                    .client_capabilities
+                    .declares_extension(m::TASKS_EXTENSION)
+            {
+                return Err(rpc(
+                    StatusCode::BAD_REQUEST,
+                    &req,
+                    ErrorObject::missing_extension(m::TASKS_EXTENSION),
+                ));
+            }
             let rx = state.stateless.listen(req);
             Ok(sse_response(
                 None,

@@ -125,12 +125,14 @@ impl McpServer {
             .tool(&params.name)
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)))?;
         let v = ctx.protocol_version();
-        if tool.task_policy().support == crate::handler::TaskSupport::Required
-            && v < ProtocolVersion::V2026_07_28
+        let policy = tool.task_policy();
+        if policy.support == crate::handler::TaskSupport::Required
+            && !policy.starts_in_handler
+            && ctx.task_id().is_none()
         {
-            // Tasks exist only at 2026-07-28 (the extension).
+            // Tasks exist only at 2026-07-28, on a server that offers them.
             return to_json(&mcpd_protocol::types::CallToolResult::error(format!(
-                "{} runs only as a task: call it at protocol version 2026-07-28, declaring the io.modelcontextprotocol/tasks extension",
+                "{} runs only as a task: call it at protocol version 2026-07-28, declaring the io.modelcontextprotocol/tasks extension, on a server with tasks enabled",
                 params.name
             )));
         }
