@@ -18,9 +18,10 @@ use serde_json::{json, Value};
 use crate::server::TestServer;
 use crate::*;
 
-const DEMO_TOOLS: [&str; 6] = [
+const DEMO_TOOLS: [&str; 7] = [
     "echo",
     "countdown",
+    "long_report",
     "ask_user",
     "summarize",
     "big_payload",
@@ -129,7 +130,7 @@ async fn tools_list_pages_cover_every_tool_once() {
             Some(other) => panic!("nextCursor must be a string: {other}"),
         }
     }
-    assert_eq!(pages, 3);
+    assert_eq!(pages, 4);
     let unique: HashSet<&String> = seen.iter().collect();
     assert_eq!(unique.len(), seen.len(), "duplicates: {seen:?}");
     assert_eq!(unique.len(), DEMO_TOOLS.len(), "{seen:?}");

@@ -3,9 +3,9 @@
 //! (`R13.<n>`) in its doc comment. Every request is built the way the spec's
 //! `H` + `M` describe (see [`req`] and [`h`]).
 //!
-//! Not covered: R13.21 (tasks) and R13.22 (authorization), which mcpd does
-//! not offer yet, and the part of R13.11 that replays a `requestState`
-//! under another user's token (mcpd has no authentication yet).
+//! R13.21 (tasks) is covered in `tasks.rs` and `tasks_scaleout.rs`.
+//! Not covered here: R13.22 (authorization) and the part of R13.11 that
+//! replays a `requestState` under another user's token.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -141,11 +141,13 @@ both_backends! {
         assert!(d["capabilities"].get("extensions").is_none(), "{d}");
         let (r, _) = rpc(&c, "tasks/get", json!({"taskId": "x"}), with_t()).await;
         error_of(&r, 404, -32601);
-        // An optional tool runs synchronously; a required one is refused.
+        // An optional tool runs synchronously; a required one says it cannot.
         let sync = ok(&c, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}}), with_t()).await;
         assert_eq!(sync["resultType"], "complete", "{sync}");
-        let (r, _) = rpc(&c, "tools/call", json!({"name": "failing_job", "arguments": {}}), with_t()).await;
-        error_of(&r, 400, -32021);
+        let r = ok(&c, "tools/call", json!({"name": "failing_job", "arguments": {}}), with_t()).await;
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(r["content"][0]["text"].as_str().unwrap().contains("tasks enabled"), "{r}");
+
     }
 }
 
@@ -177,6 +179,10 @@ both_backends! {
             let (r, _) = rpc(&c, m, json!({"taskId": "gate-test", "inputResponses": {}}), legacy.clone()).await;
             error_of(&r, 400, -32021);
         }
+        // T13.12: listening for task notifications needs the declaration.
+        let (r, _) = rpc(&c, "subscriptions/listen", json!({"notifications": {"taskIds": ["x"]}}), json!({})).await;
+        let e = error_of(&r, 400, -32021);
+        assert_eq!(e["data"]["requiredCapabilities"]["extensions"][T], json!({}), "{e}");
         let only_t = json!({"extensions": {T: {}}});
         let created = ok(&c, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}}), only_t).await;
         assert_eq!(created["resultType"], "task", "{created}");
