@@ -40,6 +40,10 @@ pub enum PeerError {
     /// The session or request is gone (deleted, expired, cancelled).
     #[error("the request's session is gone")]
     Gone,
+    /// The server refused what the handler asked of it (e.g. a task over a
+    /// limit): the request answers with this error.
+    #[error("{}", .0.message)]
+    Refused(ErrorObject),
 }
 
 /// Where one request's outbound messages go.
@@ -91,6 +95,10 @@ pub trait Peer: Send + Sync + 'static {
     /// Turns the request into a task (see [`RequestContext::start_task`]).
     async fn start_task(&self) -> Result<Option<String>, PeerError> {
         Ok(self.task_id().map(str::to_owned))
+    }
+    /// Whether [`Self::start_task`] can make this request a task.
+    fn may_start_task(&self) -> bool {
+        self.task_id().is_some()
     }
 }
 
@@ -371,6 +379,11 @@ impl RequestContext {
     /// result. `Err`: the task could not be created (a limit, the store).
     pub async fn start_task(&self) -> Result<Option<String>, PeerError> {
         self.inner.peer.start_task().await
+    }
+
+    /// Whether this request is, or can become, a task.
+    pub fn may_be_task(&self) -> bool {
+        self.inner.peer.may_start_task()
     }
 
     /// See [`Peer::release_connection`].

@@ -37,7 +37,10 @@ pub enum ToolError {
 
 impl From<PeerError> for ToolError {
     fn from(e: PeerError) -> Self {
-        ToolError::Failed(e.to_string())
+        match e {
+            PeerError::Refused(e) => ToolError::Protocol(e),
+            e => ToolError::Failed(e.to_string()),
+        }
     }
 }
 

@@ -234,7 +234,8 @@ impl Stateless {
                 return rx;
             }
         };
-        let tool = (method == Some(Method::ToolsCall))
+        // A call routed to an upstream (`server_id`) is not a local tool's.
+        let tool = (method == Some(Method::ToolsCall) && req.server_id.is_none())
             .then(|| {
                 req.target()
                     .and_then(|name| self.server.registry.tool(name))
@@ -268,12 +269,10 @@ impl Stateless {
             }
         };
         let escalation = escalation.map(Arc::new);
+        // A request that may become a task runs as long as a task may
+        // (tasks.max_run_secs, within the record's TTL).
         let deadline = match &escalation {
-            Some(_) => limits.request_timeout.max(
-                self.tasks
-                    .as_ref()
-                    .map_or(Duration::ZERO, |t| t.config().max_run),
-            ),
+            Some(e) => e.tasks.config().max_run,
             None => limits.request_timeout,
         };
         let mrtr = Arc::new(Mrtr::default());
@@ -369,6 +368,8 @@ impl Stateless {
             return rx;
         };
         let this = self.clone();
+        // The task's span is a child of the request that created it.
+        let parent = tracing::Span::current();
         actix::spawn(async move {
             let id = req.id.clone();
             let tool = req.target().unwrap_or_default().to_owned();
@@ -385,7 +386,7 @@ impl Stateless {
                     return;
                 }
             };
-            this.start_task_actor(req, meta, caller, &tasks, &running);
+            this.start_task_actor(req, meta, caller, &tasks, &running, &parent);
             let created = this.task_created(&tasks, &running);
             let _ = tx
                 .send(StreamItem::Json {
@@ -412,9 +413,10 @@ impl Stateless {
         caller: Caller,
         tasks: &Arc<Tasks>,
         running: &Arc<Running>,
+        parent: &tracing::Span,
     ) {
         let span = if mcpd_telemetry::trace::spans_wanted() {
-            tracing::info_span!("mcp.task", task.id = %running.id, mcp.tool = req.target().unwrap_or_default())
+            tracing::info_span!(parent: parent, "mcp.task", task.id = %running.id, mcp.tool = req.target().unwrap_or_default())
         } else {
             tracing::Span::none()
         };
@@ -429,7 +431,9 @@ impl Stateless {
             ask_timeout: tasks.config().max_run,
             caller,
         });
-        let work = tracing::Instrument::instrument(self.server.dispatch(req, rctx.clone()), span);
+        // Entered while the dispatch is built: its request span is a child.
+        let work = span.in_scope(|| self.server.dispatch(req, rctx.clone()));
+        let work = tracing::Instrument::instrument(work, span);
         let (t, id) = (tasks.clone(), running.id.clone());
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
             actix::spawn(async move { t.finish(&id, outcome).await });
@@ -683,6 +687,10 @@ impl Peer for StatelessPeer {
         })
     }
 
+    fn may_start_task(&self) -> bool {
+        self.escalation.is_some()
+    }
+
     async fn start_task(&self) -> Result<Option<String>, PeerError> {
         let Some(esc) = &self.escalation else {
             return Ok(None);
@@ -697,7 +705,7 @@ impl Peer for StatelessPeer {
             .tasks
             .create(&esc.tool, &esc.caller)
             .await
-            .map_err(PeerError::Client)?;
+            .map_err(PeerError::Refused)?;
         let created = stateless.task_created(&esc.tasks, &running);
         let _ = esc.started.set(running.clone());
         // The answer to the tools/call: the task exists.

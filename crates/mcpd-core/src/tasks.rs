@@ -63,6 +63,9 @@ pub struct TaskConfig {
     pub max_active_per_principal: usize,
     /// Tasks running on this replica.
     pub max_working_per_replica: usize,
+    /// A result (or error) larger than this is not kept: the task fails
+    /// saying so.
+    pub max_result_bytes: usize,
 }
 
 impl Default for TaskConfig {
@@ -74,6 +77,7 @@ impl Default for TaskConfig {
             max_run: Duration::from_secs(3600),
             max_active_per_principal: 100,
             max_working_per_replica: 256,
+            max_result_bytes: 4 << 20,
         }
     }
 }
@@ -99,6 +103,7 @@ pub(crate) struct Running {
     pub peer: Arc<TaskPeer>,
     cancel: Notify,
     started: Instant,
+    created_ms: u64,
 }
 
 impl Running {
@@ -235,6 +240,7 @@ impl Tasks {
             peer: Arc::new(TaskPeer::new(id.clone(), self.store.clone())),
             cancel: Notify::new(),
             started: Instant::now(),
+            created_ms: now,
         });
         // Known here before the record exists: a reader of the record on
         // this replica never takes the task for an orphan.
@@ -261,7 +267,7 @@ impl Tasks {
     /// The `CreateTaskResult` of a task just created (before `resultType`
     /// and `_meta`, which the stateless era adds).
     pub(crate) fn created(&self, running: &Running) -> Value {
-        let now = now_ms();
+        let now = running.created_ms;
         wire::task(&TaskRecord {
             id: running.id.clone(),
             owner: String::new(),
@@ -282,20 +288,35 @@ impl Tasks {
 
     /// The task's handler ended with `outcome`: record it.
     pub(crate) async fn finish(&self, id: &str, outcome: Result<Value, ErrorObject>) {
-        let (state, message, body) = match &outcome {
-            Ok(v) => (TaskState::Completed, None, serde_json::to_vec(v)),
-            Err(e) => (
+        let failed = |e: &ErrorObject| {
+            (
                 TaskState::Failed,
                 Some(format!("Tool execution failed: {}", e.message)),
-                serde_json::to_vec(e),
-            ),
+                serde_json::to_vec(e).unwrap_or_default(),
+            )
         };
-        self.end(id, state, message, body.ok().map(Bytes::from))
-            .await;
+        let (mut state, mut message, mut body) = match &outcome {
+            Ok(v) => (
+                TaskState::Completed,
+                None,
+                serde_json::to_vec(v).unwrap_or_default(),
+            ),
+            Err(e) => failed(e),
+        };
+        if body.len() > self.cfg.max_result_bytes {
+            let e = ErrorObject::internal(format!(
+                "The task's result is {} bytes, more than this server keeps (tasks.max_result_bytes = {})",
+                body.len(),
+                self.cfg.max_result_bytes
+            ));
+            (state, message, body) = failed(&e);
+        }
+        self.end(id, state, message, Some(Bytes::from(body))).await;
     }
 
     /// Writes the end of a task that ran here (retrying while the store is
-    /// away), then forgets it.
+    /// away), then forgets it: known here until its end is stored, so a
+    /// reader on this replica never takes it for an orphan meanwhile.
     async fn end(
         &self,
         id: &str,
@@ -303,7 +324,6 @@ impl Tasks {
         message: Option<String>,
         outcome: Option<Bytes>,
     ) {
-        let running = self.locals().remove(id);
         let end = TaskEnd {
             state,
             message,
@@ -326,7 +346,7 @@ impl Tasks {
                 }
             }
         };
-        if let Some(r) = running {
+        if let Some(r) = self.locals().remove(id) {
             r.cancel.notify_one();
             self.server.metrics.tasks_working.dec();
             if written {
@@ -351,7 +371,7 @@ impl Tasks {
             event = "task",
             task = id,
             tool,
-            principal = owner,
+            principal = if owner.is_empty() { "anonymous" } else { owner },
             status = state.as_str(),
             duration_ms = took.as_millis() as u64,
             "task ended"

@@ -146,7 +146,11 @@ pub async fn post(
                         Some(ErrorCode::OVERLOADED) => StatusCode::SERVICE_UNAVAILABLE,
                         _ => StatusCode::OK,
                     };
-                    Ok(HttpResponse::build(status)
+                    let mut res = HttpResponse::build(status);
+                    if status == StatusCode::SERVICE_UNAVAILABLE {
+                        res.insert_header((header::RETRY_AFTER, "1"));
+                    }
+                    Ok(res
                         .insert_header((header::CONTENT_TYPE, "application/json"))
                         .body(json))
                 }
@@ -196,7 +200,8 @@ async fn tasks(
         Err(e) => {
             let status = match e.code {
                 ErrorCode::INVALID_PARAMS => StatusCode::BAD_REQUEST,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
+                // The task store is away (the only internal error here).
+                _ => StatusCode::SERVICE_UNAVAILABLE,
             };
             Err(rpc(status, req, e))
         }

@@ -126,10 +126,7 @@ impl McpServer {
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {}", params.name)))?;
         let v = ctx.protocol_version();
         let policy = tool.task_policy();
-        if policy.support == crate::handler::TaskSupport::Required
-            && !policy.starts_in_handler
-            && ctx.task_id().is_none()
-        {
+        if policy.support == crate::handler::TaskSupport::Required && !ctx.may_be_task() {
             // Tasks exist only at 2026-07-28, on a server that offers them.
             return to_json(&mcpd_protocol::types::CallToolResult::error(format!(
                 "{} runs only as a task: call it at protocol version 2026-07-28, declaring the io.modelcontextprotocol/tasks extension, on a server with tasks enabled",

@@ -29,6 +29,9 @@ pub struct TasksSection {
     pub max_active_per_principal: usize,
     /// Tasks running on one replica. More are refused with `-32005`.
     pub max_working_per_replica: usize,
+    /// A task's result (or error) larger than this is not kept: the task
+    /// fails saying so. Results live in the store until their TTL ends.
+    pub max_result_bytes: usize,
 }
 
 impl Default for TasksSection {
@@ -41,6 +44,7 @@ impl Default for TasksSection {
             max_run_secs: 3600,
             max_active_per_principal: 100,
             max_working_per_replica: 256,
+            max_result_bytes: 4 << 20,
         }
     }
 }
@@ -59,6 +63,7 @@ impl TasksSection {
                 "tasks.max_working_per_replica",
                 self.max_working_per_replica as u64,
             ),
+            ("tasks.max_result_bytes", self.max_result_bytes as u64),
         ])?;
         if self.max_run_secs > self.ttl_secs {
             return Err(bad(
@@ -82,6 +87,7 @@ impl From<&TasksSection> for TaskConfig {
             max_run: Duration::from_secs(s.max_run_secs),
             max_active_per_principal: s.max_active_per_principal,
             max_working_per_replica: s.max_working_per_replica,
+            max_result_bytes: s.max_result_bytes,
         }
     }
 }

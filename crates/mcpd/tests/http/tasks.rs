@@ -446,6 +446,16 @@ both_backends! {
         let (r, _) = rpc(&c, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1}}), with_t()).await;
         let e = error_of(&r, 503, -32005);
         assert!(e["message"].as_str().unwrap().contains("tasks.max_active_per_principal"), "{e}");
+        // A tool that starts its own task is refused the same way.
+        let call = json!({"name": "test_tool_with_task", "arguments": {}});
+        let r1 = ok(&c, "tools/call", call.clone(), with_t()).await;
+        let mut again = call;
+        again["inputResponses"] = json!({"user_name": {"action": "accept", "content": {"name": "Al"}}});
+        again["requestState"] = r1["requestState"].clone();
+        let (r, _) = rpc(&c, "tools/call", again, with_t()).await;
+        let e = error_of(&r, 503, -32005);
+        assert!(e["message"].as_str().unwrap().contains("tasks.max_active_per_principal"), "{e}");
+        assert_eq!(r.headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("1"));
         // Cancelling one makes room.
         ok(&c, "tasks/cancel", json!({"taskId": first["taskId"]}), with_t()).await;
         wait_for(&c, first["taskId"].as_str().unwrap(), "cancelled", Duration::from_secs(5)).await;
@@ -475,8 +485,26 @@ both_backends! {
         assert!(r["content"][0]["text"].as_str().unwrap().contains("only as a task"), "{r}");
         let r = c.call("tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0, "label": "s"}})).await;
         assert_eq!(r["content"][0]["text"], "Computed s in 0 seconds");
+        let r = c.call("tools/call", json!({"name": "test_tool_with_task", "arguments": {}})).await;
+        assert_eq!(r["isError"], true, "refused before it asks: {r}");
         let r = c.request("tasks/get", json!({"taskId": "x"})).await;
         assert_eq!(r.json.as_ref().unwrap()["error"]["code"], -32601, "{r:?}");
+    }
+}
+
+both_backends! {
+    /// A result larger than `tasks.max_result_bytes` is not kept: the task
+    /// fails with a message naming the setting.
+    async fn an_oversized_result_fails_the_task_naming_the_limit(b: Backend) {
+        let s = b.start_configured(|c| {
+            c.server.toolset = Toolset::Conformance;
+            c.tasks.max_result_bytes = 16;
+        });
+        let c = s.client();
+        let created = start(&c, "slow_compute", json!({"seconds": 0, "label": "a label long enough"})).await;
+        let t = wait_for(&c, created["taskId"].as_str().unwrap(), "failed", Duration::from_secs(5)).await;
+        assert_eq!(t["error"]["code"], -32603, "{t}");
+        assert!(t["error"]["message"].as_str().unwrap().contains("tasks.max_result_bytes = 16"), "{t}");
     }
 }
 
