@@ -297,6 +297,14 @@ impl TestCluster {
         format!("{}{}", self.proxy.base, self.path)
     }
 
+    /// Every replica's listening address, in order (for a balancer in front).
+    pub fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.replicas
+            .iter()
+            .map(|r| std::net::SocketAddr::from(([127, 0, 0, 1], r.port)))
+            .collect()
+    }
+
     /// Replica `i`'s own MCP endpoint (no proxy).
     pub fn replica_url(&self, i: usize) -> String {
         self.replicas[i].url.clone()

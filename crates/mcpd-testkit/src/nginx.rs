@@ -74,6 +74,16 @@ impl Nginx {
     }
 
     /// The upstream of each request so far, in order (round robin only).
+    /// How many requests each of `upstreams` served, from the `skip`th on.
+    pub fn hits_per(&self, upstreams: &[SocketAddr], skip: usize) -> Vec<usize> {
+        let hits = self.upstreams_hit();
+        let hits = hits.get(skip..).unwrap_or_default();
+        upstreams
+            .iter()
+            .map(|u| hits.iter().filter(|h| h.contains(&u.to_string())).count())
+            .collect()
+    }
+
     pub fn upstreams_hit(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.0.join("upstream.log"))
             .unwrap_or_default()

@@ -1450,11 +1450,7 @@ async fn a_delete_on_one_replica_ends_the_session_on_all_at_once() {
 async fn official_sdk_clients_run_both_eras_through_nginx_round_robin() {
     let work = interop_workdir();
     let cl = cluster();
-    let replicas: Vec<std::net::SocketAddr> = cl
-        .replicas
-        .iter()
-        .map(|r| format!("127.0.0.1:{}", r.port).parse().unwrap())
-        .collect();
+    let replicas = cl.addrs();
     let nginx = mcpd_testkit::Nginx::start_round_robin(&replicas);
     let url = nginx.url("/mcp");
     let mut failures = Vec::new();
@@ -1488,16 +1484,7 @@ async fn official_sdk_clients_run_both_eras_through_nginx_round_robin() {
             .lines()
             .filter(|l| l.starts_with("FAIL ") && !l.starts_with(&format!("FAIL {prefix}cancel")))
             .collect();
-        let hits = nginx.upstreams_hit();
-        let per: Vec<usize> = replicas
-            .iter()
-            .map(|r| {
-                hits[before..]
-                    .iter()
-                    .filter(|h| h.contains(&r.to_string()))
-                    .count()
-            })
-            .collect();
+        let per = nginx.hits_per(&replicas, before);
         if !fails.is_empty() || !missing.is_empty() || per.iter().any(|&n| n < 3) {
             failures.push(format!(
                 "node {args:?}: exit {status:?}; failed {fails:?}; not passed {missing:?}; requests per replica {per:?}\nstderr: {}",

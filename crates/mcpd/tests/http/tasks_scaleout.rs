@@ -241,11 +241,7 @@ async fn another_principal_cannot_see_or_cancel_a_task_on_any_replica() {
 #[tokio::test]
 async fn the_conformance_task_scenarios_pass_through_nginx_over_three_replicas() {
     let cl = cluster(&[]);
-    let replicas: Vec<std::net::SocketAddr> = cl
-        .replicas
-        .iter()
-        .map(|r| format!("127.0.0.1:{}", r.port).parse().unwrap())
-        .collect();
+    let replicas = cl.addrs();
     let nginx = mcpd_testkit::Nginx::start_round_robin(&replicas);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out_dir = mcpd_testkit::redis::TempDir::new("conformance-tasks");
@@ -260,11 +256,7 @@ async fn the_conformance_task_scenarios_pass_through_nginx_over_three_replicas()
         .await
         .expect("run.sh");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let hits = nginx.upstreams_hit();
-    let per: Vec<usize> = replicas
-        .iter()
-        .map(|r| hits.iter().filter(|h| h.contains(&r.to_string())).count())
-        .collect();
+    let per = nginx.hits_per(&replicas, 0);
     assert!(
         stdout.contains("conformance: 9 passed, 0 failed"),
         "{stdout}\n{}\n{}",
