@@ -179,6 +179,12 @@ both_backends! {
             let (r, _) = rpc(&c, m, json!({"taskId": "gate-test", "inputResponses": {}}), legacy.clone()).await;
             error_of(&r, 400, -32021);
         }
+        // A real task's id without the declaration: -32021 all the same.
+        let real = start(&c, "slow_compute", json!({"seconds": 0})).await;
+        for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let (r, _) = rpc(&c, m, json!({"taskId": real["taskId"], "inputResponses": {}}), json!({})).await;
+            error_of(&r, 400, -32021);
+        }
         // T13.12: listening for task notifications needs the declaration.
         let (r, _) = rpc(&c, "subscriptions/listen", json!({"notifications": {"taskIds": ["x"]}}), json!({})).await;
         let e = error_of(&r, 400, -32021);
@@ -260,6 +266,8 @@ both_backends! {
         assert_eq!(q["method"], "elicitation/create", "{t}");
         assert_eq!(q["params"]["message"], "Delete a.txt?");
         assert!(q.get("id").is_none());
+        let again = get(&c, &id).await;
+        assert_eq!(again["inputRequests"], t["inputRequests"], "the same question on every poll");
 
         let (r, _) = rpc(&c, "tasks/update", json!({"taskId": id, "inputResponses": {"confirm": {"action": "maybe"}}}), with_t()).await;
         let e = error_of(&r, 400, -32602);
@@ -479,7 +487,8 @@ both_backends! {
     async fn the_session_era_has_no_tasks(b: Backend) {
         let s = conformance(b);
         let mut c = s.client();
-        c.initialize().await;
+        // T13.13: a session's `extensions` entry enables nothing.
+        c.initialize_with("2025-11-25", json!({"elicitation": {}, "extensions": {T: {}}})).await;
         let r = c.call("tools/call", json!({"name": "failing_job", "arguments": {}})).await;
         assert_eq!(r["isError"], true, "{r}");
         assert!(r["content"][0]["text"].as_str().unwrap().contains("only as a task"), "{r}");
@@ -506,6 +515,54 @@ both_backends! {
         assert_eq!(t["error"]["code"], -32603, "{t}");
         assert!(t["error"]["message"].as_str().unwrap().contains("tasks.max_result_bytes = 16"), "{t}");
     }
+}
+
+/// T13.13: a restart never leaves a task `working`. On the memory store
+/// its id is unknown afterwards; on Redis the record says the server shut
+/// down before the task finished.
+#[tokio::test]
+async fn a_restart_never_leaves_a_task_working() {
+    let quick_stop = |c: &mut mcpd::Config| {
+        c.server.toolset = Toolset::Conformance;
+        c.server.shutdown_grace_secs = 1;
+        c.server.shutdown_delay_secs = 0;
+    };
+    let s = crate::server::TestServer::start_configured(quick_stop);
+    let id = id_of_new(&s.client()).await;
+    s.shutdown();
+    let again = crate::server::TestServer::start_configured(quick_stop);
+    let (r, _) = rpc(
+        &again.client(),
+        "tasks/get",
+        json!({"taskId": id}),
+        with_t(),
+    )
+    .await;
+    error_of(&r, 400, -32602);
+
+    let redis = mcpd_testkit::RedisServer::start();
+    let on_redis = |c: &mut mcpd::Config| {
+        quick_stop(c);
+        crate::backend::use_redis(c, &redis);
+    };
+    let first = crate::server::TestServer::start_configured(on_redis);
+    let id = id_of_new(&first.client()).await;
+    first.shutdown();
+    let second = crate::server::TestServer::start_configured(on_redis);
+    let t = wait_for(&second.client(), &id, "failed", Duration::from_secs(15)).await;
+    assert!(
+        t["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("shut down before it finished"),
+        "{t}"
+    );
+}
+
+/// A minute-long task's id.
+async fn id_of_new(c: &McpClient) -> String {
+    let created = start(c, "slow_compute", json!({"seconds": 60})).await;
+    created["taskId"].as_str().unwrap().to_owned()
 }
 
 /// The task store contract on a real Redis (the memory store runs it in
