@@ -258,6 +258,8 @@ impl Stateless {
                 request_id: id.clone(),
                 stateless: Arc::downgrade(self),
                 started: std::sync::OnceLock::new(),
+                starting: tokio::sync::Mutex::new(()),
+                escalated: Notify::new(),
             }),
             Plan::Task => return self.run_task(req, meta, caller, tx, rx),
             Plan::Refuse(e) => {
@@ -341,10 +343,20 @@ impl Stateless {
         });
         // Closing the response stream cancels the request, until it is a
         // task: then only `tasks/cancel` does.
+        // (An SSE stream stays open until the handler ends: the task's
+        // cancel must not wait for it.)
         let closed = Box::pin(async move {
-            tx.closed().await;
-            if let Some(running) = escalation.as_ref().and_then(|e| e.started.get()) {
-                running.cancelled().await;
+            match &escalation {
+                None => tx.closed().await,
+                Some(e) => {
+                    tokio::select! {
+                        () = tx.closed() => {}
+                        () = e.escalated.notified() => {}
+                    }
+                    if let Some(running) = e.started.get() {
+                        running.cancelled().await;
+                    }
+                }
             }
         });
         RequestActor::new(driver, rctx, on_done, deadline, self.stats.clone())
@@ -595,6 +607,11 @@ struct Escalation {
     stateless: std::sync::Weak<Stateless>,
     /// The task, once started.
     started: std::sync::OnceLock<Arc<Running>>,
+    /// Held while the task is created: one task per request, however many
+    /// `start_task` calls race.
+    starting: tokio::sync::Mutex<()>,
+    /// Told once the task exists.
+    escalated: Notify,
 }
 
 impl StatelessPeer {
@@ -695,6 +712,7 @@ impl Peer for StatelessPeer {
         let Some(esc) = &self.escalation else {
             return Ok(None);
         };
+        let _one = esc.starting.lock().await;
         if let Some(r) = esc.started.get() {
             return Ok(Some(r.id.clone()));
         }
@@ -708,6 +726,7 @@ impl Peer for StatelessPeer {
             .map_err(PeerError::Refused)?;
         let created = stateless.task_created(&esc.tasks, &running);
         let _ = esc.started.set(running.clone());
+        esc.escalated.notify_one();
         // The answer to the tools/call: the task exists.
         let data = Bytes::from(jsonrpc::outcome_bytes(&esc.request_id, &Ok(created)));
         let item = if self.emitted.load(Ordering::Acquire) {

@@ -21,6 +21,7 @@ mod peer;
 mod wire;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -71,7 +72,7 @@ pub struct TaskConfig {
 impl Default for TaskConfig {
     fn default() -> Self {
         Self {
-            ttl: Duration::from_secs(3600),
+            ttl: Duration::from_secs(7200),
             keep_result: Duration::from_secs(600),
             poll_interval: Duration::from_secs(1),
             max_run: Duration::from_secs(3600),
@@ -104,12 +105,26 @@ pub(crate) struct Running {
     cancel: Notify,
     started: Instant,
     created_ms: u64,
+    /// Its record exists (until then, reading it finds nothing).
+    stored: AtomicBool,
 }
 
 impl Running {
     /// Resolves once the task is to stop.
     pub async fn cancelled(&self) {
         self.cancel.notified().await;
+    }
+}
+
+/// Removes a task's local entry unless its record got written.
+struct Unstored<'a> {
+    tasks: &'a Tasks,
+    id: &'a str,
+}
+
+impl Drop for Unstored<'_> {
+    fn drop(&mut self) {
+        self.tasks.locals().remove(self.id);
     }
 }
 
@@ -198,16 +213,6 @@ impl Tasks {
         caller: &Caller,
     ) -> Result<Arc<Running>, ErrorObject> {
         let metrics = &self.server.metrics;
-        if self.working() >= self.cfg.max_working_per_replica {
-            metrics.tasks_refused.with_label_values(&["replica"]).inc();
-            return Err(ErrorObject::new(
-                ErrorCode::OVERLOADED,
-                format!(
-                    "This server runs {} tasks already (tasks.max_working_per_replica); retry shortly",
-                    self.cfg.max_working_per_replica
-                ),
-            ));
-        }
         let owner = caller.principal.as_deref().unwrap_or("").to_owned();
         let quota = if owner.is_empty() {
             "anonymous".to_owned()
@@ -218,6 +223,8 @@ impl Tasks {
         let unavailable = |e: mcpd_store::StoreError| {
             ErrorObject::internal(format!("task store unavailable: {e}"))
         };
+        // Counted in the store: concurrent creates of one principal may
+        // pass together (the cap is approximate by their number).
         let active = self.store.active(&quota, now).await.map_err(unavailable)?;
         if active >= self.cfg.max_active_per_principal {
             metrics
@@ -241,10 +248,32 @@ impl Tasks {
             cancel: Notify::new(),
             started: Instant::now(),
             created_ms: now,
+            stored: AtomicBool::new(false),
         });
-        // Known here before the record exists: a reader of the record on
-        // this replica never takes the task for an orphan.
-        self.locals().insert(id.clone(), running.clone());
+        // Known here before the record exists (a reader of the record on
+        // this replica never takes the task for an orphan), and counted
+        // against this replica's cap in the same step.
+        {
+            let mut local = self.locals();
+            if local.len() >= self.cfg.max_working_per_replica {
+                metrics.tasks_refused.with_label_values(&["replica"]).inc();
+                return Err(ErrorObject::new(
+                    ErrorCode::OVERLOADED,
+                    format!(
+                        "This server runs {} tasks already (tasks.max_working_per_replica); retry shortly",
+                        self.cfg.max_working_per_replica
+                    ),
+                ));
+            }
+            local.insert(id.clone(), running.clone());
+        }
+        // Dropped unfinished (the request was cancelled meanwhile), the
+        // entry goes: a record written all the same is an orphan the
+        // reaper fails.
+        let pending = Unstored {
+            tasks: self,
+            id: &id,
+        };
         let new = NewTask {
             id: id.clone(),
             owner,
@@ -255,10 +284,9 @@ impl Tasks {
             ttl_ms: millis(self.cfg.ttl),
             poll_ms: millis(self.cfg.poll_interval).max(1),
         };
-        if let Err(e) = self.store.create(&new).await {
-            self.locals().remove(&id);
-            return Err(unavailable(e));
-        }
+        self.store.create(&new).await.map_err(unavailable)?;
+        std::mem::forget(pending);
+        running.stored.store(true, Ordering::Release);
         metrics.tasks_created.inc();
         metrics.tasks_working.inc();
         Ok(running)
@@ -513,6 +541,9 @@ impl Tasks {
         let Some(running) = self.locals().get(id).cloned() else {
             return;
         };
+        if !running.stored.load(Ordering::Acquire) {
+            return; // its record is being written
+        }
         let rec = match self.store.get(id).await {
             Ok(r) => r,
             Err(e) => {
@@ -521,18 +552,10 @@ impl Tasks {
             }
         };
         match rec {
-            Some(r) if r.state.is_terminal() => {
-                // Ended elsewhere (its TTL, a reaper that thought this
-                // replica dead): stop the work, which has no one to report to.
-                self.locals().remove(id);
-                running.cancel.notify_one();
-                self.server.metrics.tasks_working.dec();
-            }
-            None => {
-                self.locals().remove(id);
-                running.cancel.notify_one();
-                self.server.metrics.tasks_working.dec();
-            }
+            // Ended elsewhere (a reaper that thought this replica dead) or
+            // expired: stop the work, which has no one to report to.
+            Some(ref r) if r.state.is_terminal() => self.forget(id),
+            None => self.forget(id),
             Some(r) if r.cancel_requested => {
                 running.cancel.notify_one();
                 self.end(
@@ -549,6 +572,15 @@ impl Tasks {
                     tracing::debug!(task = id, error = %e, "answers not taken; next sync retries")
                 }
             },
+        }
+    }
+
+    /// Stops and forgets a task of this replica whose record ended without
+    /// it (once, however many callers race here).
+    fn forget(&self, id: &str) {
+        if let Some(r) = self.locals().remove(id) {
+            r.cancel.notify_one();
+            self.server.metrics.tasks_working.dec();
         }
     }
 
@@ -592,17 +624,21 @@ impl Tasks {
         };
         let mut alive: HashMap<String, bool> = HashMap::new();
         for (id, runner) in running {
-            if runner == self.cluster.replica() {
+            let mine = runner == self.cluster.replica();
+            if mine && self.locals().contains_key(&id) {
                 continue;
             }
-            let live = match alive.get(&runner) {
-                Some(l) => *l,
-                None => {
-                    let l = self.cluster.is_alive(&runner).await != Some(false);
-                    alive.insert(runner.clone(), l);
-                    l
-                }
-            };
+            // One of this replica's whose end was never written (the store
+            // was away too long), or that of another replica.
+            let live = !mine
+                && match alive.get(&runner) {
+                    Some(l) => *l,
+                    None => {
+                        let l = self.cluster.is_alive(&runner).await != Some(false);
+                        alive.insert(runner.clone(), l);
+                        l
+                    }
+                };
             if live {
                 continue;
             }
@@ -617,7 +653,12 @@ impl Tasks {
     /// Shutdown: the tasks still running here are failed (their work
     /// stops with the process), so their clients learn it at once.
     pub async fn shut_down(&self) {
-        let ids: Vec<String> = self.locals().keys().cloned().collect();
+        let ids: Vec<String> = self
+            .locals()
+            .values()
+            .filter(|r| r.stored.load(Ordering::Acquire))
+            .map(|r| r.id.clone())
+            .collect();
         for id in ids {
             let error = ErrorObject::internal(SHUT_DOWN);
             self.end(

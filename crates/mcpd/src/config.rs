@@ -200,5 +200,8 @@ mod tests {
         assert!(err(&[("MCPD_STATELESS_STATE_KEYS", "k1:c2hvcnQ=")])
             .contains("stateless.state_keys[0]"));
         assert!(err(&[("MCPD_STATELESS_CACHE_SCOPE", "shared")]).contains("stateless.cache_scope"));
+        assert!(err(&[("MCPD_TASKS_MAX_RUN_SECS", "7200")])
+            .contains("must be less than tasks.ttl_secs"));
+        assert!(err(&[("MCPD_TASKS_MAX_RESULT_BYTES", "0")]).contains("tasks.max_result_bytes"));
     }
 }

@@ -38,7 +38,7 @@ impl Default for TasksSection {
     fn default() -> Self {
         Self {
             enabled: true,
-            ttl_secs: 3600,
+            ttl_secs: 7200,
             result_retention_secs: 600,
             poll_interval_ms: 1000,
             max_run_secs: 3600,
@@ -65,11 +65,11 @@ impl TasksSection {
             ),
             ("tasks.max_result_bytes", self.max_result_bytes as u64),
         ])?;
-        if self.max_run_secs > self.ttl_secs {
+        if self.max_run_secs >= self.ttl_secs {
             return Err(bad(
                 "tasks.max_run_secs",
                 format!(
-                    "must not exceed tasks.ttl_secs ({}): a task's record would expire while it runs",
+                    "must be less than tasks.ttl_secs ({}): a task's record would expire while it runs",
                     self.ttl_secs
                 ),
             ));

@@ -517,6 +517,92 @@ both_backends! {
     }
 }
 
+/// A handler that reported progress (so its answer is an SSE stream) and
+/// then started its task: the `CreateTaskResult` arrives on the stream,
+/// and `tasks/cancel` stops the handler while that stream is still open.
+#[tokio::test]
+async fn a_task_started_on_an_open_stream_is_cancelled_by_tasks_cancel() {
+    use mcpd_core::handler::tool_fn;
+    use mcpd_core::TaskPolicy;
+    use mcpd_protocol::types::CallToolResult;
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = stopped.clone();
+    let s = crate::server::TestServer::start_serving(
+        mcpd::Config::default(),
+        move |config, listener| {
+            let stopped = stopped.clone();
+            mcpd::serve_with(config, listener, move |registry| {
+                let tool = tool_fn(
+                    "slow_start",
+                    "Reports progress, then works on as a task",
+                    move |_: NoArgs, ctx| {
+                        let stopped = stopped.clone();
+                        async move {
+                            ctx.progress(1.0, None, Some("warming up".into())).await?;
+                            ctx.start_task().await?;
+                            // Dropped by a cancel: the flag says the future ended.
+                            struct Flag(std::sync::Arc<std::sync::atomic::AtomicBool>);
+                            impl Drop for Flag {
+                                fn drop(&mut self) {
+                                    self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+                                }
+                            }
+                            let _flag = Flag(stopped);
+                            tokio::time::sleep(Duration::from_secs(60)).await;
+                            Ok(CallToolResult::text("done"))
+                        }
+                    },
+                )
+                .with_task(TaskPolicy::OPTIONAL.started_by_handler());
+                registry.add_tool(std::sync::Arc::new(tool));
+            })
+        },
+    );
+    let c = s.client();
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "slow_start", "arguments": {},
+        "_meta": {PV: V, CAPS: with_t(), "progressToken": "p1"}}});
+    let resp = c
+        .http
+        .post(&c.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", V)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "slow_start")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("sent");
+    let mut stream = mcpd_testkit::SseStream::new(resp);
+    let created = loop {
+        let e = stream
+            .next_within(Duration::from_secs(10))
+            .await
+            .expect("an event");
+        let m = e.json().expect("JSON");
+        if m["id"] == 7 {
+            break m["result"].clone();
+        }
+        assert_eq!(m["method"], "notifications/progress", "{m}");
+    };
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    ok(&c, "tasks/cancel", json!({"taskId": id}), with_t()).await;
+    wait_for(&c, &id, "cancelled", Duration::from_secs(5)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !seen.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the handler still runs after tasks/cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(stream);
+}
+
 /// T13.13: a restart never leaves a task `working`. On the memory store
 /// its id is unknown afterwards; on Redis the record says the server shut
 /// down before the task finished.
