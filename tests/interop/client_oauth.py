@@ -323,6 +323,17 @@ async def in_client(http: httpx2.AsyncClient, fn: Callable[[Client], Awaitable[A
         return await fn(c)
 
 
+def echo_says(http: httpx2.AsyncClient, message: str) -> Callable[[], Awaitable[str]]:
+    """A check that `echo` returns `message` through `http`."""
+
+    async def run() -> str:
+        r = await in_client(http, lambda c: c.call_tool("echo", {"message": message}))
+        require(message in first_text(r), f"echo said {first_text(r)!r}")
+        return "ok"
+
+    return run
+
+
 def _mk_wait(value: Any) -> Callable[[Client], Awaitable[Any]]:
     async def fn(c: Client) -> Any:
         return value(c)
@@ -447,12 +458,7 @@ async def auth_code_part() -> None:
 
         await check("tools_list", tools_list)
 
-        async def echo() -> str:
-            r = await in_client(http, lambda c: c.call_tool("echo", {"message": "hello oauth"}))
-            require("hello oauth" in first_text(r), f"echo said {first_text(r)!r}")
-            return "ok"
-
-        await check("echo", echo)
+        await check("echo", echo_says(http, "hello oauth"))
 
         if wants("stepup"):
 
@@ -587,12 +593,7 @@ async def client_credentials_part() -> None:
 
         await check("cc_token", cc_token)
 
-        async def cc_echo() -> str:
-            r = await in_client(http, lambda c: c.call_tool("echo", {"message": "machine"}))
-            require("machine" in first_text(r), f"echo said {first_text(r)!r}")
-            return "ok"
-
-        await check("cc_echo", cc_echo)
+        await check("cc_echo", echo_says(http, "machine"))
 
         if wants("stepup"):
 

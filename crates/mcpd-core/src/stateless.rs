@@ -235,12 +235,14 @@ impl Stateless {
             }
         };
         // A call routed to an upstream (`server_id`) is not a local tool's.
-        let tool = (method == Some(Method::ToolsCall) && req.server_id.is_none())
-            .then(|| {
-                req.target()
-                    .and_then(|name| self.server.registry.tool(name))
-            })
-            .flatten();
+        // (Tasks off, no tool can become one: no lookup.)
+        let tool =
+            (self.tasks.is_some() && method == Some(Method::ToolsCall) && req.server_id.is_none())
+                .then(|| {
+                    req.target()
+                        .and_then(|name| self.server.registry.tool(name))
+                })
+                .flatten();
         let plan = match &tool {
             Some(t) => Tasks::plan(
                 self.tasks.as_deref(),
@@ -316,7 +318,7 @@ impl Stateless {
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
             if let Some(running) = started.as_ref().and_then(|e| e.started.get()) {
                 // The handler made itself a task: its result is the task's.
-                let (tasks, id) = (this.tasks.clone(), running.id.clone());
+                let (tasks, id) = (this.tasks.clone(), running.task.id.clone());
                 if let Some(tasks) = tasks {
                     actix::spawn(async move { tasks.finish(&id, outcome).await });
                 }
@@ -428,7 +430,7 @@ impl Stateless {
         parent: &tracing::Span,
     ) {
         let span = if mcpd_telemetry::trace::spans_wanted() {
-            tracing::info_span!(parent: parent, "mcp.task", task.id = %running.id, mcp.tool = req.target().unwrap_or_default())
+            tracing::info_span!(parent: parent, "mcp.task", task.id = %running.task.id, mcp.tool = req.target().unwrap_or_default())
         } else {
             tracing::Span::none()
         };
@@ -446,7 +448,7 @@ impl Stateless {
         // Entered while the dispatch is built: its request span is a child.
         let work = span.in_scope(|| self.server.dispatch(req, rctx.clone()));
         let work = tracing::Instrument::instrument(work, span);
-        let (t, id) = (tasks.clone(), running.id.clone());
+        let (t, id) = (tasks.clone(), running.task.id.clone());
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
             actix::spawn(async move { t.finish(&id, outcome).await });
         });
@@ -615,12 +617,14 @@ struct Escalation {
 }
 
 impl StatelessPeer {
+    /// The task, once the request became one.
+    fn started(&self) -> Option<&Arc<Running>> {
+        self.escalation.as_ref()?.started.get()
+    }
+
     /// The task's peer, once the request became one.
     fn task(&self) -> Option<&Arc<TaskPeer>> {
-        self.escalation
-            .as_ref()
-            .and_then(|e| e.started.get())
-            .map(|r| &r.peer)
+        self.started().map(|r| &r.peer)
     }
 
     async fn park(&self) -> ! {
@@ -696,12 +700,7 @@ impl Peer for StatelessPeer {
     }
 
     fn task_id(&self) -> Option<&str> {
-        self.task().map(|_| {
-            self.escalation
-                .as_ref()
-                .and_then(|e| e.started.get())
-                .map_or("", |r| r.id.as_str())
-        })
+        self.started().map(|r| r.task.id.as_str())
     }
 
     fn may_start_task(&self) -> bool {
@@ -714,7 +713,7 @@ impl Peer for StatelessPeer {
         };
         let _one = esc.starting.lock().await;
         if let Some(r) = esc.started.get() {
-            return Ok(Some(r.id.clone()));
+            return Ok(Some(r.task.id.clone()));
         }
         let Some(stateless) = esc.stateless.upgrade() else {
             return Err(PeerError::Gone);
@@ -739,7 +738,7 @@ impl Peer for StatelessPeer {
             StreamItem::Json { data, error: None }
         };
         let _ = self.writer.send(item).await;
-        Ok(Some(running.id.clone()))
+        Ok(Some(running.task.id.clone()))
     }
 
     async fn missing_capability(&self, capability: &'static str) -> PeerError {

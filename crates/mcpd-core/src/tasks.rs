@@ -98,13 +98,11 @@ pub enum Plan {
 
 /// A task running on this replica.
 pub(crate) struct Running {
-    pub id: String,
-    tool: String,
-    owner: String,
+    /// As created.
+    pub task: NewTask,
     pub peer: Arc<TaskPeer>,
     cancel: Notify,
     started: Instant,
-    created_ms: u64,
     /// Its record exists (until then, reading it finds nothing).
     stored: AtomicBool,
 }
@@ -145,6 +143,17 @@ pub fn now_ms() -> u64 {
 
 fn millis(d: Duration) -> u64 {
     d.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+/// What a request gets while the task store is away.
+fn unavailable(e: mcpd_store::StoreError) -> ErrorObject {
+    ErrorObject::internal(format!("task store unavailable: {e}"))
+}
+
+/// A task's failure with `error`: its status message and stored error.
+fn failure(message: String, error: &ErrorObject) -> (Option<String>, Option<Bytes>) {
+    let bytes = serde_json::to_vec(error).ok().map(Bytes::from);
+    (Some(message), bytes)
 }
 
 fn not_found() -> ErrorObject {
@@ -220,9 +229,6 @@ impl Tasks {
             owner.clone()
         };
         let now = now_ms();
-        let unavailable = |e: mcpd_store::StoreError| {
-            ErrorObject::internal(format!("task store unavailable: {e}"))
-        };
         // Counted in the store: concurrent creates of one principal may
         // pass together (the cap is approximate by their number).
         let active = self.store.active(&quota, now).await.map_err(unavailable)?;
@@ -241,13 +247,19 @@ impl Tasks {
         }
         let id = uuid::Uuid::new_v4().to_string();
         let running = Arc::new(Running {
-            id: id.clone(),
-            tool: tool.to_owned(),
-            owner: owner.clone(),
+            task: NewTask {
+                id: id.clone(),
+                owner,
+                quota,
+                tool: tool.to_owned(),
+                runner: self.cluster.replica().to_owned(),
+                created_ms: now,
+                ttl_ms: millis(self.cfg.ttl),
+                poll_ms: millis(self.cfg.poll_interval).max(1),
+            },
             peer: Arc::new(TaskPeer::new(id.clone(), self.store.clone())),
             cancel: Notify::new(),
             started: Instant::now(),
-            created_ms: now,
             stored: AtomicBool::new(false),
         });
         // Known here before the record exists (a reader of the record on
@@ -274,17 +286,10 @@ impl Tasks {
             tasks: self,
             id: &id,
         };
-        let new = NewTask {
-            id: id.clone(),
-            owner,
-            quota,
-            tool: tool.to_owned(),
-            runner: self.cluster.replica().to_owned(),
-            created_ms: now,
-            ttl_ms: millis(self.cfg.ttl),
-            poll_ms: millis(self.cfg.poll_interval).max(1),
-        };
-        self.store.create(&new).await.map_err(unavailable)?;
+        self.store
+            .create(&running.task)
+            .await
+            .map_err(unavailable)?;
         std::mem::forget(pending);
         running.stored.store(true, Ordering::Release);
         metrics.tasks_created.inc();
@@ -295,51 +300,29 @@ impl Tasks {
     /// The `CreateTaskResult` of a task just created (before `resultType`
     /// and `_meta`, which the stateless era adds).
     pub(crate) fn created(&self, running: &Running) -> Value {
-        let now = running.created_ms;
-        wire::task(&TaskRecord {
-            id: running.id.clone(),
-            owner: String::new(),
-            quota: String::new(),
-            tool: running.tool.clone(),
-            runner: String::new(),
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms: millis(self.cfg.ttl),
-            poll_ms: millis(self.cfg.poll_interval).max(1),
-            state: TaskState::Working,
-            message: None,
-            outcome: None,
-            questions: Vec::new(),
-            cancel_requested: false,
-        })
+        wire::task(&TaskRecord::new(running.task.clone()))
     }
 
     /// The task's handler ended with `outcome`: record it.
     pub(crate) async fn finish(&self, id: &str, outcome: Result<Value, ErrorObject>) {
-        let failed = |e: &ErrorObject| {
-            (
-                TaskState::Failed,
-                Some(format!("Tool execution failed: {}", e.message)),
-                serde_json::to_vec(e).unwrap_or_default(),
-            )
-        };
-        let (mut state, mut message, mut body) = match &outcome {
+        let failed = |e: &ErrorObject| failure(format!("Tool execution failed: {}", e.message), e);
+        let (state, (message, body)) = match &outcome {
             Ok(v) => (
                 TaskState::Completed,
-                None,
-                serde_json::to_vec(v).unwrap_or_default(),
+                (None, serde_json::to_vec(v).ok().map(Bytes::from)),
             ),
-            Err(e) => failed(e),
+            Err(e) => (TaskState::Failed, failed(e)),
         };
-        if body.len() > self.cfg.max_result_bytes {
+        let size = body.as_ref().map_or(0, Bytes::len);
+        if size > self.cfg.max_result_bytes {
             let e = ErrorObject::internal(format!(
-                "The task's result is {} bytes, more than this server keeps (tasks.max_result_bytes = {})",
-                body.len(),
+                "The task's result is {size} bytes, more than this server keeps (tasks.max_result_bytes = {})",
                 self.cfg.max_result_bytes
             ));
-            (state, message, body) = failed(&e);
+            let (message, body) = failed(&e);
+            return self.end(id, TaskState::Failed, message, body).await;
         }
-        self.end(id, state, message, Some(Bytes::from(body))).await;
+        self.end(id, state, message, body).await;
     }
 
     /// Writes the end of a task that ran here (retrying while the store is
@@ -352,13 +335,7 @@ impl Tasks {
         message: Option<String>,
         outcome: Option<Bytes>,
     ) {
-        let end = TaskEnd {
-            state,
-            message,
-            outcome,
-            keep_ms: millis(self.cfg.keep_result),
-            now_ms: now_ms(),
-        };
+        let end = self.task_end(state, message, outcome);
         let mut wait = Duration::from_millis(100);
         let written = loop {
             match self.store.finish(id, &end).await {
@@ -378,13 +355,14 @@ impl Tasks {
             r.cancel.notify_one();
             self.server.metrics.tasks_working.dec();
             if written {
-                self.ended(&r.id, &r.tool, &r.owner, state, r.started.elapsed());
+                self.ended(&r.task, state, r.started.elapsed());
             }
         }
     }
 
     /// Counts and audits one task's end.
-    fn ended(&self, id: &str, tool: &str, owner: &str, state: TaskState, took: Duration) {
+    fn ended(&self, task: &NewTask, state: TaskState, took: Duration) {
+        let (id, tool, owner) = (&task.id, &task.tool, &task.owner);
         let metrics = &self.server.metrics;
         metrics
             .tasks_finished
@@ -397,9 +375,9 @@ impl Tasks {
         tracing::info!(
             target: "mcpd::audit",
             event = "task",
-            task = id,
-            tool,
-            principal = if owner.is_empty() { "anonymous" } else { owner },
+            task = %id,
+            tool = %tool,
+            principal = if owner.is_empty() { "anonymous" } else { owner.as_str() },
             status = state.as_str(),
             duration_ms = took.as_millis() as u64,
             "task ended"
@@ -413,9 +391,11 @@ impl Tasks {
             .store
             .get(id)
             .await
-            .map_err(|e| ErrorObject::internal(format!("task store unavailable: {e}")))?
+            .map_err(unavailable)?
             .ok_or_else(not_found)?;
-        if rec.owner != caller.principal.as_deref().unwrap_or("") || !caller.sees_tool(&rec.tool) {
+        if rec.task.owner != caller.principal.as_deref().unwrap_or("")
+            || !caller.sees_tool(&rec.task.tool)
+        {
             return Err(not_found());
         }
         if rec.state.is_terminal() || !self.orphaned(&rec).await {
@@ -425,33 +405,43 @@ impl Tasks {
         self.store
             .get(id)
             .await
-            .map_err(|e| ErrorObject::internal(format!("task store unavailable: {e}")))?
+            .map_err(unavailable)?
             .ok_or_else(not_found)
     }
 
     /// Whether nobody runs the (non-terminal) task any more.
     async fn orphaned(&self, rec: &TaskRecord) -> bool {
-        if rec.runner == self.cluster.replica() {
-            !self.locals().contains_key(&rec.id)
+        if rec.task.runner == self.cluster.replica() {
+            !self.locals().contains_key(&rec.task.id)
         } else {
-            self.cluster.is_alive(&rec.runner).await == Some(false)
+            self.cluster.is_alive(&rec.task.runner).await == Some(false)
+        }
+    }
+
+    /// How a task ends now, kept `tasks.result_retention_secs` at least.
+    fn task_end(
+        &self,
+        state: TaskState,
+        message: Option<String>,
+        outcome: Option<Bytes>,
+    ) -> TaskEnd {
+        TaskEnd {
+            state,
+            message,
+            outcome,
+            keep_ms: millis(self.cfg.keep_result),
+            now_ms: now_ms(),
         }
     }
 
     async fn fail_lost(&self, rec: &TaskRecord) {
-        let error = ErrorObject::internal(LOST);
-        let end = TaskEnd {
-            state: TaskState::Failed,
-            message: Some(LOST.to_owned()),
-            outcome: serde_json::to_vec(&error).ok().map(Bytes::from),
-            keep_ms: millis(self.cfg.keep_result),
-            now_ms: now_ms(),
-        };
-        if let Ok(true) = self.store.finish(&rec.id, &end).await {
-            tracing::warn!(task = %rec.id, runner = %rec.runner, tool = %rec.tool, "task failed: its replica stopped");
+        let (message, outcome) = failure(LOST.to_owned(), &ErrorObject::internal(LOST));
+        let end = self.task_end(TaskState::Failed, message, outcome);
+        if let Ok(true) = self.store.finish(&rec.task.id, &end).await {
+            tracing::warn!(task = %rec.task.id, runner = %rec.task.runner, tool = %rec.task.tool, "task failed: its replica stopped");
             self.server.metrics.tasks_reaped.inc();
-            let took = Duration::from_millis(now_ms().saturating_sub(rec.created_ms));
-            self.ended(&rec.id, &rec.tool, &rec.owner, TaskState::Failed, took);
+            let took = Duration::from_millis(now_ms().saturating_sub(rec.task.created_ms));
+            self.ended(&rec.task, TaskState::Failed, took);
         }
     }
 
@@ -493,12 +483,12 @@ impl Tasks {
         if !answers.is_empty() {
             let answered = self
                 .store
-                .answer(&rec.id, &answers, now_ms())
+                .answer(&rec.task.id, &answers, now_ms())
                 .await
-                .map_err(|e| ErrorObject::internal(format!("task store unavailable: {e}")))?;
+                .map_err(unavailable)?;
             match answered {
                 Answered::Accepted { accepted, runner } if accepted > 0 => {
-                    self.nudge(&runner, &rec.id);
+                    self.nudge(&runner, &rec.task.id);
                 }
                 _ => {}
             }
@@ -509,16 +499,16 @@ impl Tasks {
     async fn cancel(self: &Arc<Self>, rec: &TaskRecord) -> Result<Value, ErrorObject> {
         let asked = self
             .store
-            .request_cancel(&rec.id, now_ms())
+            .request_cancel(&rec.task.id, now_ms())
             .await
-            .map_err(|e| ErrorObject::internal(format!("task store unavailable: {e}")))?;
+            .map_err(unavailable)?;
         if let CancelAsked::Requested { runner } = asked {
             if runner == self.cluster.replica() {
-                self.sync(&rec.id).await;
+                self.sync(&rec.task.id).await;
             } else if self.cluster.is_alive(&runner).await == Some(false) {
                 self.fail_lost(rec).await;
             } else {
-                self.nudge(&runner, &rec.id);
+                self.nudge(&runner, &rec.task.id);
             }
         }
         Ok(json!({}))
@@ -657,17 +647,12 @@ impl Tasks {
             .locals()
             .values()
             .filter(|r| r.stored.load(Ordering::Acquire))
-            .map(|r| r.id.clone())
+            .map(|r| r.task.id.clone())
             .collect();
         for id in ids {
-            let error = ErrorObject::internal(SHUT_DOWN);
-            self.end(
-                &id,
-                TaskState::Failed,
-                Some(SHUT_DOWN.to_owned()),
-                serde_json::to_vec(&error).ok().map(Bytes::from),
-            )
-            .await;
+            let (message, outcome) =
+                failure(SHUT_DOWN.to_owned(), &ErrorObject::internal(SHUT_DOWN));
+            self.end(&id, TaskState::Failed, message, outcome).await;
         }
     }
 }

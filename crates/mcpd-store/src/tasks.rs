@@ -88,18 +88,12 @@ pub struct NewTask {
     pub poll_ms: u64,
 }
 
-/// A task as stored.
+/// A task as stored: as created, and where it is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRecord {
-    pub id: String,
-    pub owner: String,
-    pub quota: String,
-    pub tool: String,
-    pub runner: String,
-    pub created_ms: u64,
+    /// As created (`ttl_ms` raised at the end if the result needed it).
+    pub task: NewTask,
     pub updated_ms: u64,
-    pub ttl_ms: u64,
-    pub poll_ms: u64,
     pub state: TaskState,
     /// `statusMessage`.
     pub message: Option<String>,
@@ -109,6 +103,21 @@ pub struct TaskRecord {
     pub questions: Vec<(String, Bytes)>,
     /// A `tasks/cancel` asked the runner to stop.
     pub cancel_requested: bool,
+}
+
+impl TaskRecord {
+    /// A task just created: `working`, nothing asked, nothing ended.
+    pub fn new(task: NewTask) -> Self {
+        Self {
+            updated_ms: task.created_ms,
+            task,
+            state: TaskState::Working,
+            message: None,
+            outcome: None,
+            questions: Vec::new(),
+            cancel_requested: false,
+        }
+    }
 }
 
 /// How a task ended.

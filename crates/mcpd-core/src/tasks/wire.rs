@@ -30,12 +30,12 @@ pub fn iso8601(ms: u64) -> String {
 /// The `Task` fields of a record.
 pub fn task(r: &TaskRecord) -> Value {
     let mut t = json!({
-        "taskId": r.id,
+        "taskId": r.task.id,
         "status": r.state.as_str(),
-        "createdAt": iso8601(r.created_ms),
-        "lastUpdatedAt": iso8601(r.updated_ms.max(r.created_ms)),
-        "ttlMs": r.ttl_ms,
-        "pollIntervalMs": r.poll_ms,
+        "createdAt": iso8601(r.task.created_ms),
+        "lastUpdatedAt": iso8601(r.updated_ms.max(r.task.created_ms)),
+        "ttlMs": r.task.ttl_ms,
+        "pollIntervalMs": r.task.poll_ms,
     });
     if let Some(m) = &r.message {
         t["statusMessage"] = Value::from(m.clone());

@@ -274,15 +274,17 @@ fn record(id: &str, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Result<TaskRecord, Store
         TaskState::parse(&status).ok_or_else(|| malformed(format!("unknown status `{status}`")))?;
     questions.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(TaskRecord {
-        id: id.to_owned(),
-        owner: text(owner, "owner")?,
-        quota: text(quota, "quota")?,
-        tool: text(tool, "tool")?,
-        runner: text(runner, "runner")?,
-        created_ms: number(created, "created")?,
+        task: NewTask {
+            id: id.to_owned(),
+            owner: text(owner, "owner")?,
+            quota: text(quota, "quota")?,
+            tool: text(tool, "tool")?,
+            runner: text(runner, "runner")?,
+            created_ms: number(created, "created")?,
+            ttl_ms: number(ttl, "ttl")?,
+            poll_ms: number(poll, "poll")?,
+        },
         updated_ms: number(upd, "upd")?,
-        ttl_ms: number(ttl, "ttl")?,
-        poll_ms: number(poll, "poll")?,
         state,
         message,
         outcome,

@@ -39,10 +39,13 @@ pub async fn check(store: &dyn TaskStore) {
         .expect("found right after create");
     assert_eq!(r.state, TaskState::Working);
     assert_eq!(
-        (r.owner.as_str(), r.tool.as_str()),
+        (r.task.owner.as_str(), r.task.tool.as_str()),
         ("iss sub", "slow_compute")
     );
-    assert_eq!((r.created_ms, r.ttl_ms, r.poll_ms), (now, 60_000, 500));
+    assert_eq!(
+        (r.task.created_ms, r.task.ttl_ms, r.task.poll_ms),
+        (now, 60_000, 500)
+    );
     assert!(!r.cancel_requested && r.questions.is_empty() && r.outcome.is_none());
     assert_eq!(store.active(&new.quota, now).await.unwrap(), 1);
     assert!(store
@@ -139,7 +142,10 @@ pub async fn check(store: &dyn TaskStore) {
     assert_eq!(r.state, TaskState::Cancelled, "terminal never changes");
     assert_eq!(r.message.as_deref(), Some("stopped"));
     assert_eq!(r.updated_ms, now + 6);
-    assert_eq!(r.ttl_ms, 60_000, "enough time was left: the TTL stands");
+    assert_eq!(
+        r.task.ttl_ms, 60_000,
+        "enough time was left: the TTL stands"
+    );
     assert_eq!(
         store.request_cancel(&id, now + 7).await.unwrap(),
         CancelAsked::Terminal
@@ -177,6 +183,6 @@ pub async fn check(store: &dyn TaskStore) {
     };
     assert!(store.finish(&id2, &done).await.unwrap());
     let r = store.get(&id2).await.unwrap().unwrap();
-    assert_eq!(r.ttl_ms, 80_000, "raised to now + keep");
+    assert_eq!(r.task.ttl_ms, 80_000, "raised to now + keep");
     assert_eq!(r.outcome, done.outcome);
 }

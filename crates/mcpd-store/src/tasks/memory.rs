@@ -60,22 +60,7 @@ fn live<'a>(t: &'a mut HashMap<String, Entry>, id: &str) -> Option<&'a mut Entry
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
     async fn create(&self, task: &NewTask) -> Result<(), StoreError> {
-        let record = TaskRecord {
-            id: task.id.clone(),
-            owner: task.owner.clone(),
-            quota: task.quota.clone(),
-            tool: task.tool.clone(),
-            runner: task.runner.clone(),
-            created_ms: task.created_ms,
-            updated_ms: task.created_ms,
-            ttl_ms: task.ttl_ms,
-            poll_ms: task.poll_ms,
-            state: TaskState::Working,
-            message: None,
-            outcome: None,
-            questions: Vec::new(),
-            cancel_requested: false,
-        };
+        let record = TaskRecord::new(task.clone());
         let entry = Entry {
             record,
             expires_ms: task.created_ms.saturating_add(task.ttl_ms),
@@ -150,7 +135,7 @@ impl TaskStore for MemoryTaskStore {
             }
             Answered::Accepted {
                 accepted,
-                runner: e.record.runner.clone(),
+                runner: e.record.task.runner.clone(),
             }
         }))
     }
@@ -181,7 +166,7 @@ impl TaskStore for MemoryTaskStore {
             let keep_until = end.now_ms.saturating_add(end.keep_ms);
             if keep_until > e.expires_ms {
                 e.expires_ms = keep_until;
-                r.ttl_ms = keep_until.saturating_sub(r.created_ms);
+                r.task.ttl_ms = keep_until.saturating_sub(r.task.created_ms);
             }
             true
         }))
@@ -195,7 +180,7 @@ impl TaskStore for MemoryTaskStore {
                 e.record.cancel_requested = true;
                 e.record.updated_ms = now_ms;
                 CancelAsked::Requested {
-                    runner: e.record.runner.clone(),
+                    runner: e.record.task.runner.clone(),
                 }
             }
         }))
@@ -206,7 +191,7 @@ impl TaskStore for MemoryTaskStore {
             t.values()
                 .filter(|e| {
                     e.expires_ms > now_ms
-                        && e.record.quota == quota
+                        && e.record.task.quota == quota
                         && !e.record.state.is_terminal()
                 })
                 .count()
@@ -218,7 +203,7 @@ impl TaskStore for MemoryTaskStore {
         Ok(self.with(|t| {
             t.values()
                 .filter(|e| e.expires_ms > now && !e.record.state.is_terminal())
-                .map(|e| (e.record.id.clone(), e.record.runner.clone()))
+                .map(|e| (e.record.task.id.clone(), e.record.task.runner.clone()))
                 .collect()
         }))
     }

@@ -27,26 +27,33 @@ pub fn with_t() -> Value {
     json!({"elicitation": {}, "sampling": {}, "extensions": {T: {}}})
 }
 
-/// A 2026-07-28 request; `Mcp-Name` from the tool name or the task id.
-pub async fn rpc(c: &McpClient, method: &str, mut params: Value, caps: Value) -> (Reply, Value) {
-    let id = json!(c.next_id());
-    params["_meta"] = json!({PV: V, INFO: {"name": "tasks-test", "version": "1"}, CAPS: caps});
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut b = c
+/// A POST of `body` with a 2026-07-28 client's headers: `Mcp-Method`
+/// `method`, and `Mcp-Name` when `name` is given.
+fn post(c: &McpClient, method: &str, name: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+    let b = c
         .http
         .post(&c.url)
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream")
         .header("MCP-Protocol-Version", V)
-        .header("Mcp-Method", method);
+        .header("Mcp-Method", method)
+        .body(body.to_string());
+    match name {
+        Some(n) => b.header("Mcp-Name", n),
+        None => b,
+    }
+}
+
+/// A 2026-07-28 request; `Mcp-Name` from the tool name or the task id.
+pub async fn rpc(c: &McpClient, method: &str, mut params: Value, caps: Value) -> (Reply, Value) {
+    let id = json!(c.next_id());
+    params["_meta"] = json!({PV: V, INFO: {"name": "tasks-test", "version": "1"}, CAPS: caps});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let name = params
         .get("name")
         .or_else(|| params.get("taskId"))
         .and_then(Value::as_str);
-    if let Some(n) = name {
-        b = b.header("Mcp-Name", n);
-    }
-    let r = c.send(b.body(body.to_string())).await;
+    let r = c.send(post(c, method, name, &body)).await;
     (r, id)
 }
 
@@ -365,15 +372,7 @@ both_backends! {
         for name in [Some("another-task"), None] {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {
                 "taskId": id, "_meta": {PV: V, CAPS: with_t()}}});
-            let mut req = c.http.post(&c.url)
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json, text/event-stream")
-                .header("MCP-Protocol-Version", V)
-                .header("Mcp-Method", "tasks/get");
-            if let Some(n) = name {
-                req = req.header("Mcp-Name", n);
-            }
-            let r = c.send(req.body(body.to_string())).await;
+            let r = c.send(post(&c, "tasks/get", name, &body)).await;
             error_of(&r, 400, -32020);
         }
     }
@@ -564,15 +563,7 @@ async fn a_task_started_on_an_open_stream_is_cancelled_by_tasks_cancel() {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "slow_start", "arguments": {},
         "_meta": {PV: V, CAPS: with_t(), "progressToken": "p1"}}});
-    let resp = c
-        .http
-        .post(&c.url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", V)
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", "slow_start")
-        .body(body.to_string())
+    let resp = post(&c, "tools/call", Some("slow_start"), &body)
         .send()
         .await
         .expect("sent");
