@@ -363,7 +363,7 @@ both_backends! {
 
 both_backends! {
     /// T13.10: `Mcp-Name` must carry the task id on `tasks/*`: a different
-    /// or missing one is 400 / -32020.
+    /// or missing one is 400 / -32020; its Base64 form is the same name.
     async fn mcp_name_must_be_the_task_id(b: Backend) {
         let s = conformance(b);
         let c = s.client();
@@ -375,6 +375,15 @@ both_backends! {
             let r = c.send(post(&c, "tasks/get", name, &body)).await;
             error_of(&r, 400, -32020);
         }
+        // The Base64 form of the real id is the same name.
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(id);
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {
+            "taskId": id, "_meta": {PV: V, CAPS: with_t()}}});
+        let name = format!("=?base64?{b64}?=");
+        let r = c.send(post(&c, "tasks/get", Some(&name), &body)).await;
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.json.as_ref().unwrap()["result"]["taskId"], id);
     }
 }
 
