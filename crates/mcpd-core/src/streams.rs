@@ -45,7 +45,9 @@ use tokio::sync::oneshot;
 use crate::stream::{bounded, new_stream_id, StreamReceiver, StreamSender, GET_STREAM};
 pub use resume::ResumeError;
 pub(crate) use state::Stream;
-use state::{json_array, to_bytes, Delivery, Kind, OpenMeta, PendingReply, GAP_RECORD};
+use state::{
+    json_array, to_bytes, CancelRecord, Delivery, Kind, OpenMeta, PendingReply, GAP_RECORD,
+};
 
 /// The id of a session's connection stream (transports with one channel).
 pub const CONNECTION_STREAM: &str = "c";
@@ -412,6 +414,23 @@ impl Streams {
     /// serialised JSON-RPC response), or cancelled (`None`). The last one
     /// ends the stream.
     pub fn request_ended(&mut self, stream: &Arc<str>, response: Option<Bytes>) {
+        self.request_over(stream, response, None);
+    }
+
+    /// Request `id` of `stream` was cancelled: it gets no response, and the
+    /// stream's log says so, so a client resuming the stream (here or on
+    /// another replica) is neither kept waiting for the response nor told
+    /// that its outcome is unknown.
+    pub fn request_cancelled(&mut self, stream: &Arc<str>, id: &RequestId) {
+        self.request_over(stream, None, Some(id));
+    }
+
+    fn request_over(
+        &mut self,
+        stream: &Arc<str>,
+        response: Option<Bytes>,
+        cancelled: Option<&RequestId>,
+    ) {
         let Some(st) = self.map.get_mut(stream) else {
             return;
         };
@@ -426,6 +445,14 @@ impl Streams {
         }
         if let Some(data) = response {
             self.push_event(stream, data, None);
+        }
+        if let Some(id) = cancelled.filter(|_| !persistent) {
+            let seq = self.map.get_mut(stream).and_then(Stream::take_seq);
+            self.outbox.push(Out::Meta {
+                stream: stream.clone(),
+                seq,
+                data: CancelRecord::of(id.clone()),
+            });
         }
         if open == 0 && !persistent {
             self.outbox.push(Out::Close {

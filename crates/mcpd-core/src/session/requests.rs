@@ -48,7 +48,7 @@ impl SessionActor {
         tracing::debug!(session = %self.id, id = %id, "request cancelled by client");
         // `do_send`: a request actor is sent nothing but this one `Cancel`.
         req.actor.do_send(Cancel);
-        self.streams.request_ended(&req.stream, None);
+        self.streams.request_cancelled(&req.stream, id);
         if req.owned {
             self.env.cluster.disown(&self.id, id);
         }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use mcpd_store::{StoreError, StoredEvent};
 
 use super::state::{
-    first_hole, hole, lost, response_id, unknown_outcome, Delivery, Foreign, OpenMeta, Stream,
-    ENDED_UNLOGGED,
+    first_hole, hole, lost, response_id, unknown_outcome, CancelRecord, Delivery, Foreign,
+    OpenMeta, Stream, ENDED_UNLOGGED,
 };
 use super::{is_connection, Batch, Effect, Out, Purpose, Streams, StreamsConfig};
 use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
@@ -222,6 +222,9 @@ impl Streams {
             }
             *after = e.seq;
             if OpenMeta::is(&e.data) {
+                if let Some(f) = foreign.as_mut() {
+                    f.answered.extend(CancelRecord::ids(&e.data));
+                }
                 continue;
             }
             if let (Some(f), Some(id)) = (foreign.as_mut(), response_id(&e.data)) {

@@ -9,8 +9,8 @@ use mcpd_store::{StoreError, StoredEvent};
 use tokio::sync::oneshot;
 
 use super::state::{
-    first_hole, hole, lost, response_id, unknown_outcome, Delivery, Foreign, Kind, OpenMeta,
-    Stream, ENDED_UNLOGGED,
+    first_hole, hole, lost, response_id, unknown_outcome, CancelRecord, Delivery, Foreign, Kind,
+    OpenMeta, Stream, ENDED_UNLOGGED,
 };
 use super::{Effect, Out, Purpose, Streams};
 use crate::stream::{event_id, parse_event_id, StreamItem, StreamReceiver, GET_STREAM};
@@ -114,6 +114,7 @@ impl Streams {
                 break;
             }
             if OpenMeta::is(&e.data) {
+                answered.extend(CancelRecord::ids(&e.data));
                 continue;
             }
             if let Some(id) = response_id(&e.data) {

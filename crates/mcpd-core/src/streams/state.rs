@@ -217,12 +217,52 @@ impl OpenMeta {
         data.starts_with(Self::PREFIX)
     }
 
-    /// The bookkeeping record among a stream's events.
+    /// The bookkeeping record among a stream's events (its first `open`
+    /// record; cancellation and gap records are not it).
     pub fn find(events: &[mcpd_store::StoredEvent]) -> Option<Self> {
         events
             .iter()
-            .find(|e| Self::is(&e.data))
-            .and_then(|e| serde_json::from_slice(&e.data).ok())
+            .filter(|e| Self::is(&e.data))
+            .filter_map(|e| serde_json::from_slice::<Self>(&e.data).ok())
+            .find(|m| m.kind == "open")
+    }
+}
+
+/// The record a stream keeps (never sent) when one of its requests is
+/// cancelled: the request is over and gets no response, so a resumption
+/// must neither wait for one nor answer it as if its outcome were unknown.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct CancelRecord {
+    #[serde(rename = "$mcpd")]
+    kind: CancelKind,
+    pub ids: Vec<RequestId>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CancelKind {
+    Cancelled,
+}
+
+impl CancelRecord {
+    const PREFIX: &'static [u8] = b"{\"$mcpd\":\"cancelled\"";
+
+    pub fn of(id: RequestId) -> Bytes {
+        to_bytes(&Self {
+            kind: CancelKind::Cancelled,
+            ids: vec![id],
+        })
+    }
+
+    /// The requests a logged event says were cancelled (none for any
+    /// other event).
+    pub fn ids(data: &[u8]) -> Vec<RequestId> {
+        if !data.starts_with(Self::PREFIX) {
+            return Vec::new();
+        }
+        serde_json::from_slice::<Self>(data)
+            .map(|r| r.ids)
+            .unwrap_or_default()
     }
 }
 

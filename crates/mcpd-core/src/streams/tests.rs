@@ -13,7 +13,7 @@ use mcpd_telemetry::Metrics;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::state::OpenMeta;
+use super::state::{CancelRecord, OpenMeta};
 use super::*;
 use crate::stream::{event_id, StreamItem};
 
@@ -910,6 +910,96 @@ fn resuming_here_a_stream_that_ended_here_unlogged_answers_unknown_outcome() {
         ended,
         "never an empty stream that closes and leaves the call waiting"
     );
+}
+
+/// Appends what is queued and returns it as the log then holds it.
+fn append_stored(s: &mut Streams, next: &mut u64) -> Vec<StoredEvent> {
+    let Some(batch) = s.flush() else {
+        return Vec::new();
+    };
+    let entries = batch.entries();
+    let seqs: Vec<u64> = entries
+        .iter()
+        .map(|e| {
+            e.seq.unwrap_or_else(|| {
+                *next += 1;
+                *next - 1
+            })
+        })
+        .collect();
+    s.appended(batch, Ok(seqs.clone()));
+    entries
+        .into_iter()
+        .zip(seqs)
+        .map(|(e, seq)| StoredEvent { seq, data: e.data })
+        .collect()
+}
+
+fn is_response(item: &StreamItem) -> bool {
+    let StreamItem::Event { data, .. } = item else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(data)
+        .is_ok_and(|v| v.get("result").is_some() || v.get("error").is_some())
+}
+
+/// A cancelled request gets no response: its stream ends, and the log
+/// says it was cancelled, so a client resuming the stream (as SDKs do when
+/// a stream ends unanswered) gets the replay and the end, not an error
+/// blaming an event log that never failed.
+#[test]
+fn a_cancelled_request_s_stream_resumed_here_ends_without_a_response() {
+    let mut s = modern();
+    let (stream, mut rx) = post(&mut s, &[1], false);
+    s.send_interim(&stream, &note());
+    let mut next = 100;
+    let mut log = append_stored(&mut s, &mut next);
+    let mut live = sse(&mut rx);
+    s.request_cancelled(&stream, &id(1));
+    log.extend(append_stored(&mut s, &mut next));
+    let (items, ended) = drain(&mut live);
+    assert!(items.iter().all(|i| !is_response(i)), "{items:?}");
+    assert!(ended, "the cancelled request's stream ends");
+    assert!(
+        log.iter()
+            .any(|e| e.data.starts_with(b"{\"$mcpd\":\"cancelled\"")),
+        "the cancellation is logged"
+    );
+
+    let last = log
+        .iter()
+        .filter(|e| !OpenMeta::is(&e.data))
+        .last()
+        .unwrap()
+        .seq;
+    let mut got = resume(&mut s, &format!("{stream}-{last}"));
+    read(&mut s, Ok(log), true);
+    let (items, ended) = drain(&mut got.try_recv().unwrap().unwrap());
+    assert!(items.iter().all(|i| !is_response(i)), "{items:?}");
+    assert!(ended);
+    assert!(s.take_effects().is_empty());
+}
+
+/// The same where another replica ran the request: the follower hears
+/// that the stream is over and finds the cancellation in the log.
+#[test]
+fn a_followed_stream_whose_request_was_cancelled_ends_without_a_response() {
+    let mut s = streams(ProtocolVersion::V2025_03_26, true);
+    let mut got = resume(&mut s, "abc-1");
+    read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
+    let mut out = got.try_recv().unwrap().unwrap();
+    s.take_effects();
+    let cancelled = String::from_utf8(CancelRecord::of(id(1)).to_vec()).unwrap();
+    s.owner_gone("abc");
+    read(
+        &mut s,
+        Ok(vec![stored(1, &meta("other", &[1])), stored(2, &cancelled)]),
+        true,
+    );
+    let (items, ended) = drain(&mut out);
+    assert!(items.is_empty(), "{items:?}");
+    assert!(ended);
+    assert!(!s.is_foreign("abc"));
 }
 
 #[test]

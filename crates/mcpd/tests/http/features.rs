@@ -582,6 +582,70 @@ async fn cancellation_stops_a_request_without_a_response() {
     assert_eq!(c.call("ping", json!({})).await, json!({}));
 }
 
+/// L16 with resumption (#37): a client whose cancelled request's stream
+/// ended unanswered resumes it with `Last-Event-ID`, as SDKs do after the
+/// `retry` hint. The resumed stream replays and ends with no response for
+/// the cancelled id: not an "outcome unknown" error blaming an event log
+/// that never failed. Read until well after the countdown would have ended.
+#[tokio::test]
+async fn a_cancelled_request_stays_unanswered_when_its_stream_is_resumed() {
+    let s = TestServer::start();
+    let c = session(&s).await;
+    let started = std::time::Instant::now();
+    let countdown = Duration::from_millis(40 * 100);
+    let params = call_params(
+        "countdown",
+        json!({"steps": 40, "interval_ms": 100}),
+        Some(json!("c")),
+    );
+    let (_, _, mut st) = c.request_stream(7, "tools/call", params).await;
+    let mut seen = Vec::new();
+    while seen
+        .iter()
+        .filter(|e: &&SseEvent| e.json().is_some())
+        .count()
+        < 2
+    {
+        seen.push(st.next_within(WAIT).await.expect("two progress events"));
+    }
+    let r = c
+        .notify("notifications/cancelled", json!({"requestId": 7}))
+        .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    seen.extend(st.collect_all(WAIT).await);
+    let last = seen
+        .iter()
+        .rev()
+        .find_map(|e| e.id.clone().filter(|id| !id.is_empty()))
+        .expect("the stream's events have ids");
+
+    for round in 0..2 {
+        let resumed = c.get(Some(&last)).await;
+        assert_eq!(resumed.status(), 200, "round {round}");
+        let events = SseStream::new(resumed).collect_all(WAIT).await;
+        seen.extend(events);
+        // The second time, after the countdown would have finished.
+        tokio::time::sleep(
+            (countdown + Duration::from_millis(500)).saturating_sub(started.elapsed()),
+        )
+        .await;
+    }
+    let responses: Vec<Value> = seen
+        .iter()
+        .filter_map(SseEvent::json)
+        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
+        .collect();
+    assert!(
+        responses.is_empty(),
+        "a cancelled request got a response: {responses:?}"
+    );
+    let progress = seen.iter().filter_map(SseEvent::json).count();
+    assert!(
+        progress < 40,
+        "progress went on after the cancel: {progress}"
+    );
+}
+
 // --- sampling and elicitation ---
 
 /// L17: a client without `sampling` calling a tool that samples gets an

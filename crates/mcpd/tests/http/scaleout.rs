@@ -528,7 +528,8 @@ async fn a_cancellation_posted_to_another_replica_stops_the_call() {
         )
         .await;
     assert_eq!(status, 200);
-    let (_, m) = bounded(&cl, WAIT, "first progress", next_message(&mut s)).await;
+    let started = Instant::now();
+    let (first, m) = bounded(&cl, WAIT, "first progress", next_message(&mut s)).await;
     assert_eq!(progress_value(&m), Some(1), "{m}");
     let st = stats(&a).await;
     assert!(
@@ -563,6 +564,41 @@ async fn a_cancellation_posted_to_another_replica_stops_the_call() {
         cl.logs_tail(4000)
     );
     wait_in_flight(&a, 1).await;
+
+    // The client resumes the stream that ended unanswered (as SDKs do
+    // after the `retry` hint), on another replica and on A, the second
+    // time after the countdown would have ended: the replay ends with no
+    // response, never an "outcome unknown" error (#37).
+    let last = rest
+        .iter()
+        .rev()
+        .chain(std::iter::once(&first))
+        .find_map(|e| e.id.clone().filter(|id| !id.is_empty()))
+        .expect("the stream's events have ids");
+    let c = on_replica(&cl, 2, &a);
+    let mut resumed = Vec::new();
+    for (client, wait_for_end) in [(&c, false), (&a, true)] {
+        if wait_for_end {
+            let countdown_end = Duration::from_millis(50 * 100 + 500);
+            tokio::time::sleep(countdown_end.saturating_sub(started.elapsed())).await;
+        }
+        let r = client.get(Some(&last)).await;
+        assert_eq!(r.status(), 200, "resuming {last}");
+        let mut events = SseStream::new(r);
+        let what = "the resumed stream's end";
+        resumed.extend(bounded(&cl, WAIT, what, events.collect_all(WAIT)).await);
+    }
+    let responses: Vec<Value> = resumed
+        .iter()
+        .filter_map(SseEvent::json)
+        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
+        .collect();
+    assert!(
+        responses.is_empty(),
+        "a resumed cancelled request got a response: {responses:?}\n{}",
+        cl.logs_tail(4000)
+    );
+
     let sb = stats(&b).await;
     assert_eq!(sb["in_flight_requests"], 1, "B ran something: {sb}");
     // The session goes on, on both.
