@@ -7,7 +7,7 @@
 //! never learn which.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -102,6 +102,18 @@ pub trait Peer: Send + Sync + 'static {
     }
 }
 
+/// How a round of a multi round-trip request (the stateless era) ended
+/// when its handler was set aside instead of finishing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundEnd {
+    /// The client must answer the handler's questions first: the round
+    /// answered `input_required`.
+    InputRequired,
+    /// The round answered with an error (a client capability the request
+    /// did not declare, a method that may not ask).
+    Refused,
+}
+
 /// Everything a handler gets besides its arguments.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -120,6 +132,7 @@ struct Inner {
     asks: std::sync::atomic::AtomicU64,
     cancelled: AtomicBool,
     cancel_notify: Notify,
+    round_end: OnceLock<RoundEnd>,
 }
 
 /// Parts of a [`RequestContext`], filled in by whoever runs the request.
@@ -149,12 +162,24 @@ impl RequestContext {
                 asks: Default::default(),
                 cancelled: AtomicBool::new(false),
                 cancel_notify: Notify::new(),
+                round_end: OnceLock::new(),
             }),
         }
     }
 
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id
+    }
+
+    /// Says how this round ended, before its handler is dropped (the
+    /// request's outcome is counted from it, not as a cancellation).
+    pub(crate) fn end_round(&self, how: RoundEnd) {
+        let _ = self.inner.round_end.set(how);
+    }
+
+    /// How the round ended, when the handler was set aside.
+    pub(crate) fn round_end(&self) -> Option<RoundEnd> {
+        self.inner.round_end.get().copied()
     }
 
     /// The session this request belongs to, when the era has sessions.

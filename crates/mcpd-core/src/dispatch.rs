@@ -137,7 +137,7 @@ impl McpServer {
         let kind = req.kind;
         let tool = (kind == Some(Method::ToolsCall))
             .then(|| Box::from(self.metrics.tool_label(req.target().unwrap_or(""))));
-        let mut watch = Outcome::start(self.metrics.clone(), kind, tool);
+        let mut watch = Outcome::start(self.metrics.clone(), kind, tool, ctx.clone());
         if self.audit_tool_calls && kind == Some(Method::ToolsCall) {
             watch.audit = Some(Audit {
                 principal: ctx.caller().principal.clone(),

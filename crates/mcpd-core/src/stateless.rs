@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 use crate::caller::Caller;
-use crate::context::{ContextParts, Peer, PeerError, RequestContext};
+use crate::context::{ContextParts, Peer, PeerError, RequestContext, RoundEnd};
 use crate::dispatch::McpServer;
 use crate::feed::ChangeFeed;
 use crate::handler::CacheHints;
@@ -305,11 +305,18 @@ impl Stateless {
         let driver = {
             let mrtr = mrtr.clone();
             let this = this.clone();
+            let round = rctx.clone();
             Box::pin(async move {
+                // Says how the round ends before the handler is dropped, so
+                // its outcome is counted as that, not as a cancellation.
+                let asked = async {
+                    mrtr.signal.notified().await;
+                    round.end_round(mrtr.round_end());
+                };
                 tokio::select! {
                     biased;
                     out = work => out,
-                    () = mrtr.signal.notified() => this.interrupted(&mrtr, answers, &binding),
+                    () = asked => this.interrupted(&mrtr, answers, &binding),
                 }
             })
         };
@@ -580,6 +587,16 @@ struct Mrtr {
 }
 
 impl Mrtr {
+    /// How the round ends now that the handler asked: `input_required`,
+    /// or an error when it cannot ask this client (see `interrupted`).
+    fn round_end(&self) -> RoundEnd {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match state.missing.is_empty() && !state.misplaced {
+            true => RoundEnd::InputRequired,
+            false => RoundEnd::Refused,
+        }
+    }
+
     fn update(&self, f: impl FnOnce(&mut MrtrState)) {
         f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
         // A stored permit: the driver sees it after the handler's current

@@ -64,7 +64,7 @@ pub struct Metrics {
 }
 
 /// The outcome label values of request and tool-call counters.
-pub const OUTCOMES: [&str; 4] = ["ok", "error", "tool_error", "cancelled"];
+pub const OUTCOMES: [&str; 5] = ["ok", "error", "tool_error", "input_required", "cancelled"];
 
 /// One label value's request counters (by outcome) and duration histogram,
 /// each resolved on first use and then kept: `with_label_values` hashes
@@ -72,7 +72,7 @@ pub const OUTCOMES: [&str; 4] = ["ok", "error", "tool_error", "cancelled"];
 /// request. Series still appear only once used.
 pub struct OutcomeSeries {
     label: Box<str>,
-    counters: [std::sync::OnceLock<IntCounter>; 4],
+    counters: [std::sync::OnceLock<IntCounter>; OUTCOMES.len()],
     duration: std::sync::OnceLock<prometheus::Histogram>,
 }
 

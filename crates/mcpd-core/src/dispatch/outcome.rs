@@ -9,7 +9,7 @@ use mcpd_protocol::Method;
 use mcpd_telemetry::{Clean, Metrics};
 use serde_json::Value;
 
-use crate::context::RequestContext;
+use crate::context::{RequestContext, RoundEnd};
 
 /// The span of one JSON-RPC request: a child of the current span (the HTTP
 /// request's), or of the client's trace when `params._meta` carries a W3C
@@ -65,18 +65,26 @@ pub(super) struct Outcome {
     method: Option<Method>,
     /// The `tool` label of a `tools/call`.
     tool: Option<Box<str>>,
+    /// The request's context: says how a round that was set aside ended.
+    ctx: RequestContext,
     pub audit: Option<Audit>,
     start: std::time::Instant,
     done: bool,
 }
 
 impl Outcome {
-    pub fn start(metrics: Arc<Metrics>, method: Option<Method>, tool: Option<Box<str>>) -> Self {
+    pub fn start(
+        metrics: Arc<Metrics>,
+        method: Option<Method>,
+        tool: Option<Box<str>>,
+        ctx: RequestContext,
+    ) -> Self {
         metrics.requests_in_flight.inc();
         Self {
             metrics,
             method,
             tool,
+            ctx,
             audit: None,
             start: std::time::Instant::now(),
             done: false,
@@ -101,12 +109,25 @@ impl Outcome {
 impl Drop for Outcome {
     fn drop(&mut self) {
         self.metrics.requests_in_flight.dec();
-        if !self.done {
-            self.audit("cancelled");
-            self.metrics.requests_of(self.method).outcome("cancelled");
-            if let Some(tool) = &self.tool {
-                self.metrics.tool_calls_of(tool).outcome("cancelled");
-            }
+        // A round that asked the client (or was refused) is set aside, not
+        // cancelled: count what the client was answered.
+        match self.ctx.round_end() {
+            _ if self.done => {}
+            Some(RoundEnd::InputRequired) => self.finish("input_required"),
+            Some(RoundEnd::Refused) => self.finish("error"),
+            None => self.cancelled(),
+        }
+    }
+}
+
+impl Outcome {
+    /// Cancelled (by the client, a closed stream, the session's end): no
+    /// duration, the request never finished.
+    fn cancelled(&mut self) {
+        self.audit("cancelled");
+        self.metrics.requests_of(self.method).outcome("cancelled");
+        if let Some(tool) = &self.tool {
+            self.metrics.tool_calls_of(tool).outcome("cancelled");
         }
     }
 }

@@ -1914,3 +1914,83 @@ async fn shutdown_ends_listens_with_their_result() {
         assert_ends(st).await;
     }
 }
+
+/// #37: a call that asks once (`input_required`) and then completes is
+/// counted as one `input_required` round and one `ok`, never as a
+/// cancelled request; for mcpd's own tool and for a gateway tool alike. A
+/// round that cannot ask this client (a capability it did not declare)
+/// is an `error`.
+#[tokio::test]
+async fn a_question_is_counted_as_input_required_not_as_a_cancellation() {
+    let script = format!("exec {} --stdio", env!("CARGO_BIN_EXE_mcpd"));
+    let mut up = mcpd_gateway::UpstreamConfig::stdio("inner", "sh", &["-c", &script]);
+    up.env.insert("MCPD_LOG_LEVEL".into(), "warn".into());
+    let s = TestServer::start_configured(move |c| {
+        c.admin.listen = Some("127.0.0.1:0".into());
+        c.admin.metrics_tools = vec!["ask_user".into(), "inner__ask_user".into()];
+        c.upstream = vec![up];
+    });
+    let c = s.client();
+    let admin = s.admin_url.clone().expect("admin listener");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !call(&c, "tools/list", json!({})).await["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "inner__ask_user"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream's tools never listed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    for (n, name) in [(1, "ask_user"), (3, "inner__ask_user")] {
+        let params = tool(
+            name,
+            json!({"question":"Colour?"}),
+            json!({"elicitation":{}}),
+        );
+        let r = post(&c, &req(n, "tools/call", params.clone())).await;
+        let ir = assert_input_required(&r, &json!(n), &["elicitation-1"]);
+        let answer = json!({"elicitation-1": accept(json!({"answer":"blue"}))});
+        let retry = retry_params(&params, Some(answer), Some(&ir["requestState"]));
+        let r = post(&c, &req(n + 1, "tools/call", retry)).await;
+        assert_eq!(
+            tool_text(&response(&r, &json!(n + 1))["result"]),
+            "blue",
+            "{name}"
+        );
+    }
+    // Without the capability: the round is refused (-32021).
+    let params = tool("ask_user", json!({"question":"Colour?"}), json!({}));
+    let r = post(&c, &req(5, "tools/call", params)).await;
+    assert_eq!(error_code(&response(&r, &json!(5))), -32021);
+
+    let text = scrape(&admin).await;
+    let calls = |o: &str| {
+        sample(
+            &text,
+            &format!("mcpd_jsonrpc_requests_total{{method=\"tools/call\",outcome=\"{o}\"}}"),
+        )
+    };
+    let tool_calls = |t: &str, o: &str| {
+        sample(
+            &text,
+            &format!("mcpd_tool_calls_total{{outcome=\"{o}\",tool=\"{t}\"}}"),
+        )
+    };
+    assert_eq!(
+        calls("cancelled"),
+        0.0,
+        "no question is a cancellation:\n{text}"
+    );
+    assert_eq!(calls("input_required"), 2.0, "one round each:\n{text}");
+    assert_eq!(calls("ok"), 2.0, "{text}");
+    assert_eq!(calls("error"), 1.0, "the refused round:\n{text}");
+    for t in ["ask_user", "inner__ask_user"] {
+        assert_eq!(tool_calls(t, "input_required"), 1.0, "{t}:\n{text}");
+        assert_eq!(tool_calls(t, "ok"), 1.0, "{t}:\n{text}");
+        assert_eq!(tool_calls(t, "cancelled"), 0.0, "{t}:\n{text}");
+    }
+    assert_eq!(sample(&text, "mcpd_requests_in_flight"), 0.0, "{text}");
+}
