@@ -243,8 +243,9 @@ def labels_match(selector, labels):
 
 
 def scenarios():
-    """Name -> values. Every example values file, the defaults, and two sets
-    that reach the templates' other branches."""
+    """Name -> values. Every example values file, the defaults, two sets
+    that reach the templates' other branches, and the defaults with the
+    chart's Ingress (nginx, HAProxy)."""
     return {
         "default": {},
         "dev": load_values("values-dev.yaml"),
@@ -283,6 +284,11 @@ def scenarios():
             "rateLimit": {"enabled": True, "requestsPerSecond": 5, "requestBurst": 10},
             "service": {"type": "LoadBalancer", "port": 443},
         },
+        # The defaults with the chart's Ingress turned on (ingress-nginx):
+        # anonymous clients must be told apart by the header it overwrites.
+        "default-ingress": {"ingress": {"enabled": True}},
+        # The HAProxy Ingress, which sets that header only when told to.
+        "ingress-haproxy": {"ingress": {"enabled": True, "className": "haproxy", "controller": "haproxy"}},
     }
 
 
@@ -580,6 +586,98 @@ def check_ingress_sse(objs, values):
         need(t.get("secretName"), "ingress TLS entry without secretName")
 
 
+# The header each ingress controller the chart knows overwrites with the
+# address it saw (so a client cannot choose it): ingress-nginx sets X-Real-IP
+# to $remote_addr; Traefik deletes a client's X-Real-Ip (peers outside its
+# trustedIPs) and sets the peer's; HAProxy sets none, so the chart has it set
+# one (HAPROXY_SET_HEADER). mcpd reads the first address of the header named
+# by rate_limit.client_ip_header.
+INGRESS_CLIENT_IP_HEADER = {"nginx": "X-Real-IP", "traefik": "X-Real-IP", "haproxy": "X-Real-IP"}
+HAPROXY_SET_HEADER = "haproxy.org/request-set-header"
+
+
+@functools.lru_cache(maxsize=1)
+def chart_defaults():
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def check_client_ip(rendered, objs, values):
+    """Anonymous clients are told apart the way values.yaml says: behind the
+    chart's Ingress by the header its controller overwrites (with "auto"),
+    directly by the peer address, and NOTES warns when a proxy's clients
+    would share one client's limits."""
+    _, cfg = mcpd_config(objs)
+    header = cfg.get("rate_limit", {}).get("client_ip_header", "")
+    # None: left to the chart's default, which must get this right by itself.
+    setting = values.get("rateLimit", {}).get("clientIpHeader")
+    ings = find(objs, "Ingress")
+    controller = deep_merge(chart_defaults(), values)["ingress"]["controller"]
+    if setting not in (None, "auto"):
+        need(header == setting, f"rateLimit.clientIpHeader {setting!r} but mcpd.toml has client_ip_header {header!r}")
+    elif ings and controller in INGRESS_CLIENT_IP_HEADER:
+        want = INGRESS_CLIENT_IP_HEADER[controller]
+        need(header == want, f"behind the chart's {controller} Ingress mcpd must read {want} (the header the controller "
+                             f"overwrites), but client_ip_header is {header!r}: every anonymous client would share one "
+                             "client's limits")
+    elif not ings:
+        need(header == "", f"with no Ingress, mcpd must use the peer address, but client_ip_header is {header!r} "
+                           "(a header nothing overwrites lets a client choose its own limits)")
+    if ings and controller == "haproxy" and header:
+        ann = ings[0]["metadata"].get("annotations", {})
+        lines = [l.split(None, 1) for l in ann.get(HAPROXY_SET_HEADER, "").splitlines() if l.strip()]
+        sets = {l[0].lower(): l[1] if len(l) > 1 else "" for l in lines}
+        need(sets.get(header.lower()) in ("%[src]", '"%[src]"'),
+             f"mcpd reads {header}, but the HAProxy Ingress does not overwrite it with %[src] ({HAPROXY_SET_HEADER}: "
+             f"{ann.get(HAPROXY_SET_HEADER)!r})")
+    notes = next((t for p, t in rendered.items() if p.endswith("NOTES.txt")), "")
+    proxied = bool(ings or find(objs, "HTTPRoute"))
+    warned = "rateLimit.clientIpHeader names no" in notes
+    should = proxied and not header and not cfg.get("auth", {}).get("enabled")
+    need(warned == should, f"NOTES {'warns' if warned else 'does not warn'} about clients sharing the proxy's limits "
+                           f"(proxy: {proxied}, client_ip_header: {header!r})")
+
+
+def rust_defaults(path, struct):
+    """`field: literal` pairs of `impl Default for <struct>` in a Rust file."""
+    text = (ROOT / path).read_text()
+    m = re.search(rf"impl Default for {struct} \{{(.*?)\n\}}", text, re.S)
+    need(m, f"no `impl Default for {struct}` in {path}")
+    return {k: float(v.replace("_", "")) for k, v in re.findall(r"^\s*(\w+): ([\d_.]+),", m.group(1), re.M)}
+
+
+def check_rate_limit_defaults():
+    """What values.yaml says of the rate limits holds against mcpd's code:
+    its numbers are mcpd's defaults (so enabled true or false behave alike),
+    the default render leaves the limits to mcpd, 0 turns a rate off and a
+    burst below 1 is derived, and the numbers quoted in the comments are
+    mcpd's."""
+    rl = rust_defaults("crates/mcpd/src/config/rate_limit.rs", "RateLimitSection")
+    limits = rust_defaults("crates/mcpd-core/src/limits.rs", "Limits")
+    keys = {"requestsPerSecond": "requests_per_second", "requestBurst": "request_burst",
+            "sessionsPerMinute": "sessions_per_minute", "sessionBurst": "session_burst"}
+    ours = chart_defaults()["rateLimit"]
+    for value, key in keys.items():
+        need(float(ours[value]) == rl[key], f"rateLimit.{value} is {ours[value]} but mcpd's default {key} is {rl[key]:g}")
+    # Default render: no [rate_limit] limits written (mcpd's apply).
+    _, cfg = mcpd_config(objects(render({})))
+    need(not set(cfg.get("rate_limit", {})) & set(keys.values()),
+         f"the default render writes rate limits: {cfg.get('rate_limit')}")
+    # enabled with the chart's numbers writes mcpd's defaults.
+    _, cfg = mcpd_config(objects(render({"rateLimit": {"enabled": True}})))
+    for key in keys.values():
+        need(float(cfg["rate_limit"][key]) == rl[key], f"rateLimit.enabled writes {key} = {cfg['rate_limit'][key]}, not mcpd's {rl[key]:g}")
+    # "0 = no limit" and "below 1: derived", as the code decides them.
+    code = (ROOT / "crates/mcpd/src/config/rate_limit.rs").read_text()
+    for rate, burst in (("requests_per_second", "request_burst"), ("sessions_per_minute", "session_burst")):
+        need(f"(self.{rate} > 0.0).then(" in code, f"{rate} 0 no longer means no limit in rate_limit.rs")
+        need(f"self.{burst} >= 1.0" in code, f"{burst} below 1 is no longer derived in rate_limit.rs")
+    # The numbers quoted in values.yaml's rateLimit comments.
+    text = (CHART / "values.yaml").read_text()
+    block = text[text.index("# Rate limits"):text.index("\nrateLimit:")]
+    for n in (rl["sessions_per_minute"], rl["session_burst"], limits["max_sessions_per_client"]):
+        need(f"{int(n):,}" in block, f"values.yaml's rateLimit comment does not quote mcpd's default {int(n):,}")
+
+
 # ---------------------------------------------------------------- chart-wide checks
 
 
@@ -854,6 +952,7 @@ def main():
         r.run(f"labels[{name}]", check_labels, objs)
         r.run(f"shutdown[{name}]", check_shutdown, objs)
         r.run(f"ingress-sse[{name}]", check_ingress_sse, objs, values)
+        r.run(f"client-ip[{name}]", check_client_ip, rendered, objs, values)
         r.run(f"helm-test[{name}]", check_helm_test, objs, values)
         r.run(f"check-config[{name}]", check_config_accepted, objs, bin_path)
 
@@ -886,6 +985,7 @@ def main():
           "/metrics/serviceMonitor/enabled")
     r.run("chart.config-checksum-rolls-pods", check_checksum_rolls)
     r.run("chart.monitoring-toggles", check_monitoring_toggles)
+    r.run("chart.rate-limit-defaults", check_rate_limit_defaults)
 
     r.run("rules.chart-copy-identical", check_identical, RULES, CHART / "files" / "mcpd-rules.yaml")
     r.run("dashboard.chart-copy-identical", check_identical, DASHBOARD, CHART / "files" / "mcpd-dashboard.json")

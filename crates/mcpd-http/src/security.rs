@@ -30,7 +30,7 @@ pub struct Security {
     pub upstream_scopes: Arc<std::collections::HashMap<String, Vec<String>>>,
     pub separator: String,
     /// Header carrying the client IP when behind a proxy (its first
-    /// address is used), e.g. `X-Forwarded-For`. Unset: the peer address.
+    /// address is used), e.g. `X-Real-IP`. Unset: the peer address.
     pub client_ip_header: Option<String>,
 }
 

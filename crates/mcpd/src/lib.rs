@@ -389,7 +389,7 @@ struct Stores {
 fn replica_warnings(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     if config.rate_limit.client_ip_header.is_empty() {
-        out.push("replicas behind a load balancer see its address as every client's: per-client limits (rate_limit.*, limits.max_sessions_per_client) then apply to all clients together; set rate_limit.client_ip_header (e.g. X-Forwarded-For) to the header your balancer sets".to_owned());
+        out.push("replicas behind a load balancer see its address as every client's: per-client limits (rate_limit.*, limits.max_sessions_per_client) then apply to all clients together; set rate_limit.client_ip_header to a header your balancer overwrites with the client's address (e.g. X-Real-IP behind ingress-nginx; not an X-Forwarded-For it appends to, whose first address the client chooses)".to_owned());
     }
     if config.server.shutdown_grace_secs == 0 {
         out.push("server.shutdown_grace_secs = 0: a replica stopping (a rolling update) fails its running requests at once; give them time to finish".to_owned());

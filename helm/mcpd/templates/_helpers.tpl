@@ -129,6 +129,21 @@ app.kubernetes.io/part-of: mcpd
 {{- end }}
 {{- end }}
 
+{{/*
+The header mcpd takes an anonymous client's address from (rate_limit.client_ip_header;
+empty: the TCP peer). "auto": X-Real-IP behind the chart's own Ingress when its
+controller overwrites that header (ingress-nginx, Traefik) or is told to by the
+chart (HAProxy: see ingress.yaml), else empty.
+*/}}
+{{- define "mcpd.clientIpHeader" -}}
+{{- $h := .Values.rateLimit.clientIpHeader }}
+{{- if eq $h "auto" }}
+{{- if and .Values.ingress.enabled (has .Values.ingress.controller (list "nginx" "traefik" "haproxy")) }}X-Real-IP{{ end }}
+{{- else }}
+{{- $h }}
+{{- end }}
+{{- end }}
+
 {{/* The public URL of the MCP endpoint (auth.resource), derived when unset. */}}
 {{- define "mcpd.resourceUrl" -}}
 {{- if .Values.auth.resource }}
@@ -276,11 +291,16 @@ first, then sub-tables, both sorted; null values are left out (unset).
 {{- if $v.tls.enabled }}
 {{- $_ := set $cfg "tls" (dict "cert_file" "/etc/mcpd/tls/tls.crt" "key_file" "/etc/mcpd/tls/tls.key") }}
 {{- end }}
+{{- /* The limits only when enabled (else mcpd's defaults); the client IP
+       header always, since limits.max_sessions_per_client and mcpd's
+       default session limit key on it too. */}}
+{{- $rl := dict }}
 {{- if $v.rateLimit.enabled }}
-{{- $rl := dict "requests_per_second" $v.rateLimit.requestsPerSecond "request_burst" $v.rateLimit.requestBurst "sessions_per_minute" $v.rateLimit.sessionsPerMinute "session_burst" $v.rateLimit.sessionBurst }}
-{{- if $v.rateLimit.clientIpHeader }}{{ $_ := set $rl "client_ip_header" $v.rateLimit.clientIpHeader }}{{ end }}
-{{- $_ := set $cfg "rate_limit" $rl }}
+{{- $rl = dict "requests_per_second" $v.rateLimit.requestsPerSecond "request_burst" $v.rateLimit.requestBurst "sessions_per_minute" $v.rateLimit.sessionsPerMinute "session_burst" $v.rateLimit.sessionBurst }}
 {{- end }}
+{{- $clientIp := include "mcpd.clientIpHeader" . }}
+{{- if $clientIp }}{{ $_ := set $rl "client_ip_header" $clientIp }}{{ end }}
+{{- if $rl }}{{ $_ := set $cfg "rate_limit" $rl }}{{ end }}
 {{- if $v.tracing.enabled }}
 {{- $_ := set $cfg "tracing" (dict "otlp_endpoint" $v.tracing.otlpEndpoint "service_name" ($v.tracing.serviceName | default (include "mcpd.fullname" .)) "sample_ratio" $v.tracing.sampleRatio) }}
 {{- end }}

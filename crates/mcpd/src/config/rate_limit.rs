@@ -18,7 +18,8 @@ pub struct RateLimitSection {
     /// Sessions that may be created at once (default: the per-minute rate, at least 5).
     pub session_burst: f64,
     /// Header with the client IP behind a proxy (first address), e.g.
-    /// `X-Forwarded-For`; only trust it when the proxy sets it.
+    /// `X-Real-IP`; only name one the proxy overwrites (an appended-to
+    /// `X-Forwarded-For` starts with whatever the client sent).
     pub client_ip_header: String,
 }
 

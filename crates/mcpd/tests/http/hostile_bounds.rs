@@ -6,12 +6,15 @@
 //!
 //! Clients are told apart by address without auth: the hostile one
 //! speaks from 127.0.0.1, the other from 127.0.0.2 (all of 127/8 is
-//! loopback on Linux).
+//! loopback on Linux). Behind nginx, where every client arrives from
+//! nginx's address, they are told apart by the `X-Real-IP` nginx sets, as
+//! the Helm chart configures mcpd behind its ingress-nginx Ingress (#37).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
-use mcpd_testkit::{McpClient, McpdProcess};
+use mcpd::Config;
+use mcpd_testkit::{McpClient, McpdProcess, Nginx, Reply};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -323,6 +326,116 @@ async fn session_creation_is_rate_limited_by_default() {
         .post(&init_body("2025-11-25"))
         .await;
     assert_eq!(other.status, 200, "another client is not limited");
+}
+
+/// mcpd (edited by `edit`) behind nginx that sets `X-Real-IP` to the
+/// address it saw, replacing any the client sent, as ingress-nginx does;
+/// the MCP URL through nginx.
+fn behind_nginx(edit: impl FnOnce(&mut Config)) -> (TestServer, Nginx, String) {
+    let s = TestServer::start_configured(edit);
+    let nginx = Nginx::start(s.addr, "proxy_set_header X-Real-IP $remote_addr;");
+    let url = nginx.url("/mcp");
+    (s, nginx, url)
+}
+
+/// `initialize` from `ip` through `url`, without the `initialized`
+/// notification: only the status and headers matter.
+async fn init_from(url: &str, ip: [u8; 4]) -> Reply {
+    client_from(url, ip).post(&init_body("2025-11-25")).await
+}
+
+/// Issue #37, item 4: behind a proxy every anonymous client arrives from
+/// the proxy's address. With `rate_limit.client_ip_header = "X-Real-IP"`
+/// (what the Helm chart writes behind its Ingress) each client behind
+/// nginx has its own session budget: the one that spends it gets 429 with
+/// `Retry-After`, the other is still served, and sending its own
+/// `X-Real-IP` does not buy the first a fresh budget (nginx replaces it).
+#[tokio::test]
+async fn clients_behind_nginx_are_told_apart_by_x_real_ip() {
+    let (_s, nginx, url) = behind_nginx(|c| {
+        c.rate_limit.client_ip_header = "X-Real-IP".into();
+        c.rate_limit.sessions_per_minute = 1.0;
+        c.rate_limit.session_burst = 3.0;
+    });
+    let (a, b) = ([127, 0, 0, 2], [127, 0, 0, 3]);
+    for i in 0..3 {
+        let r = init_from(&url, a).await;
+        assert_eq!(
+            r.status,
+            200,
+            "session {i} of A's burst: {}\n{}",
+            r.body,
+            nginx.log()
+        );
+    }
+    let r = init_from(&url, a).await;
+    assert_eq!(r.status, 429, "A has spent its burst: {}", r.body);
+    assert!(!header(&r, "retry-after").is_empty());
+    assert!(r.body.contains("new sessions"), "{}", r.body);
+    let forged = client_from(&url, a);
+    let r = forged
+        .send(
+            forged
+                .post_builder(&init_body("2025-11-25"))
+                .header("x-real-ip", "10.9.9.9"),
+        )
+        .await;
+    assert_eq!(
+        r.status, 429,
+        "a forged X-Real-IP is replaced by nginx: {}",
+        r.body
+    );
+    for i in 0..3 {
+        let r = init_from(&url, b).await;
+        assert_eq!(
+            r.status, 200,
+            "B has its own budget (session {i}): {}",
+            r.body
+        );
+    }
+}
+
+/// The same with `limits.max_sessions_per_client`: A, holding as many
+/// sessions as one client may (all in use), is refused, while B behind the
+/// same nginx still gets its own.
+#[tokio::test]
+async fn the_per_client_session_cap_behind_nginx_counts_each_client() {
+    let (_s, _nginx, url) = behind_nginx(|c| {
+        c.rate_limit.client_ip_header = "X-Real-IP".into();
+        c.limits.max_sessions_per_client = 2;
+    });
+    let (a, b) = ([127, 0, 0, 2], [127, 0, 0, 3]);
+    for _ in 0..2 {
+        let c = initialized(client_from(&url, a), "2025-11-25").await;
+        assert_eq!(c.call("ping", json!({})).await, json!({}));
+    }
+    let r = init_from(&url, a).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert!(
+        r.body.contains("limits.max_sessions_per_client"),
+        "{}",
+        r.body
+    );
+    for _ in 0..2 {
+        let c = initialized(client_from(&url, b), "2025-11-25").await;
+        assert_eq!(c.call("ping", json!({})).await, json!({}));
+    }
+}
+
+/// Why the chart must name the header: without `client_ip_header`, mcpd
+/// sees nginx's address as every client's, and once A has spent the
+/// budget, B, who never asked before, is refused too.
+#[tokio::test]
+async fn without_the_header_clients_behind_nginx_share_one_budget() {
+    let (_s, _nginx, url) = behind_nginx(|c| {
+        c.rate_limit.sessions_per_minute = 1.0;
+        c.rate_limit.session_burst = 3.0;
+    });
+    for _ in 0..3 {
+        assert_eq!(init_from(&url, [127, 0, 0, 2]).await.status, 200);
+    }
+    let r = init_from(&url, [127, 0, 0, 3]).await;
+    assert_eq!(r.status, 429, "B shares nginx's budget with A: {}", r.body);
 }
 
 /// Opens `GET /sse` on a raw socket (so the test decides when to read);

@@ -41,7 +41,7 @@
 //! - [`hostile_bounds`]: findings 2–8 of #23 (bytes in the event log and
 //!   SSE buffers, value lengths, per-client session caps, the 2024-11-05
 //!   slow client) and one hostile client beside an ordinary one, its RSS
-//!   measured.
+//!   measured; clients behind nginx told apart by `X-Real-IP` (#37).
 //! - [`hostile`]: findings 1, 9 and 10 of #23 (subscribe floods, log
 //!   injection, unreadable headers) and its smaller items.
 //! - [`auth_dpop`]: DPoP-bound tokens (RFC 9449): proofs, replays across
