@@ -139,10 +139,10 @@ async fn the_event_log_keeps_one_client_within_its_budget() {
 /// limit are refused with -32602 naming the limit, before any work.
 #[tokio::test]
 async fn long_tokens_ids_and_names_are_refused() {
-    let s = TestServer::start();
+    let s = TestServer::start_configured(|c| c.admin.listen = Some("127.0.0.1:0".into()));
+    let admin = s.admin_url.clone().expect("admin");
     let c = session(&s).await;
     let token = "t".repeat(3_000_000);
-    let started = Instant::now();
     for _ in 0..4 {
         let r = c
             .post(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
@@ -160,8 +160,27 @@ async fn long_tokens_ids_and_names_are_refused() {
             msg.contains("progressToken") && msg.contains("at most 256"),
             "{msg}"
         );
+        // Refused before any work: the countdown would have sent progress
+        // (and turned the answer into an SSE stream) had it started.
+        assert!(r.content_type().starts_with("application/json"), "{r:?}");
+        assert_eq!(r.messages().len(), 1, "only the refusal: {r:?}");
     }
-    assert!(started.elapsed() < WAIT, "refused without the work");
+    // ...and never reached dispatch: no tool call is counted.
+    let counted = |text: &str| {
+        mcpd_telemetry::OUTCOMES
+            .iter()
+            .map(|o| {
+                crate::metrics::sample(
+                    text,
+                    &format!(
+                        "mcpd_jsonrpc_requests_total{{method=\"tools/call\",outcome=\"{o}\"}}"
+                    ),
+                )
+            })
+            .sum::<f64>()
+    };
+    let text = crate::metrics::scrape(&admin).await;
+    assert_eq!(counted(&text), 0.0, "a refused call ran:\n{text}");
     let ok = c
         .post(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
             "params": call_params("countdown", json!({"steps": 1, "interval_ms": 0}), Some(json!("t".repeat(256))))}))
@@ -171,6 +190,8 @@ async fn long_tokens_ids_and_names_are_refused() {
         "256 bytes pass: {}",
         ok.body
     );
+    let text = crate::metrics::scrape(&admin).await;
+    assert_eq!(counted(&text), 1.0, "the one call that ran:\n{text}");
 
     let r = c
         .post(&json!({"jsonrpc":"2.0","id":"i".repeat(300),"method":"ping"}))
