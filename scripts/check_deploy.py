@@ -497,6 +497,9 @@ def check_config_accepted(objs, bin_path):
             new = [s for s in NEW_SECTIONS if re.search(rf"\b{s}\b", msg) and f"[{s}]" in text]
             hint = f" (this mcpd does not accept the [{new[0]}] section yet)" if new and "unknown field" in msg else ""
             raise Fail(f"exit {p.returncode}: {msg}{hint}")
+        # An MCPD_* variable the chart sets that mcpd would ignore.
+        ignored = [l for l in p.stderr.splitlines() if "names no configuration key" in l]
+        need(not ignored, f"the container sets a variable mcpd ignores: {ignored[:1]}")
 
 
 def placeholder_file(path, key):

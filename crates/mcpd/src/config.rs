@@ -64,6 +64,10 @@ pub struct Config {
     /// Not an environment section: it is a list of tables.
     #[serde(skip_serializing)]
     pub upstream: Vec<mcpd_gateway::UpstreamConfig>,
+    /// What loading found odd but not wrong (an `MCPD_*` variable that
+    /// names no key): logged once logging is set up.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// A configuration error: one line, naming the key.
@@ -104,16 +108,17 @@ impl Config {
             Some(path) => layers::read_file(path)?,
             None => Table::new(),
         };
-        layers::apply_env(&mut table, env);
+        let warnings = layers::apply_env(&mut table, env);
         for (section, key, value) in cli.overrides() {
             layers::set(&mut table, section, key, value);
         }
-        let config: Config =
+        let mut config: Config =
             serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
                 ConfigError(format!("{path}: {}", e.into_inner()))
             })?;
         config.validate()?;
+        config.warnings = warnings;
         Ok(config)
     }
 

@@ -25,6 +25,7 @@ use tracing::Instrument;
 
 mod admin;
 mod auth;
+mod check;
 pub mod config;
 pub mod doctor;
 pub mod prelude;
@@ -85,12 +86,17 @@ pub fn serve_with(
     listener: TcpListener,
     extend: impl FnOnce(&Registry),
 ) -> std::io::Result<Running> {
+    serve_core(config, build(config, extend)?, listener)
+}
+
+/// Serves a built [`Core`] on `listener`.
+fn serve_core(config: &Config, core: Core, listener: TcpListener) -> std::io::Result<Running> {
     let Core {
         node,
         stateless,
         upstreams,
         redis,
-    } = build(config, extend)?;
+    } = core;
     let invalid = |e: config::ConfigError| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
     };
@@ -269,6 +275,15 @@ pub struct Core {
 /// `config`, and starts background tasks (and the gateway's upstreams).
 /// Must be called inside an actix system.
 pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Core> {
+    build_on(config, Stores::open(config)?, extend)
+}
+
+/// [`build`] on stores already opened.
+fn build_on(
+    config: &Config,
+    stores: Stores,
+    extend: impl FnOnce(&Registry),
+) -> std::io::Result<Core> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
     let background = config.server.toolset.install(&registry, stats.clone());
@@ -294,7 +309,6 @@ pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result
     for up in gateway.upstreams.iter().filter(|u| u.config().aggregate) {
         mcpd_gateway::catalog::aggregate(up.clone(), &server, &config.gateway.separator);
     }
-    let stores = Stores::open(config)?;
     let tasks = config.tasks.enabled.then(|| {
         mcpd_core::Tasks::new(
             stores.tasks.clone(),
@@ -532,6 +546,9 @@ fn core_for(
 /// server: `mcpd::run(&config, |registry| registry.add_tool(...))`.
 pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()> {
     let _telemetry = init_telemetry(config);
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
     // Each SSE stream is a socket: allow as many as the hard limit does.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(n) => tracing::debug!(limit = n, "open-file limit raised"),
@@ -541,18 +558,22 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
         return run_stdio(config, extend);
     }
     let addr = config.server.listen_addr()?;
-    let listener =
-        TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    let local = listener.local_addr()?;
     actix_rt::System::new().block_on(async move {
-        let running = serve_with(config, listener, extend)?;
-        if let Err(e) = running.check_stores().await {
+        // The stores answer before the port is bound: nothing can connect
+        // to a process that is about to exit for want of them.
+        let stores = Stores::open(config)?;
+        if let Err(e) = stores.log.check().await {
             return Err(anyhow::anyhow!(
                 "cannot reach the {:?} store at {}: {e}",
                 config.store.backend,
                 config.store.redis_url
             ));
         }
+        let core = build_on(config, stores, extend)?;
+        let listener =
+            TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let local = listener.local_addr()?;
+        let running = serve_core(config, core, listener)?;
         // Tests and scripts read the bound port from this line.
         let scheme = if config.tls.enabled() {
             "https"
@@ -586,10 +607,7 @@ pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
     }
     let config = Config::load(&cli, std::env::vars())?;
     if cli.check_config {
-        println!(
-            "mcpd: configuration is valid (listen {}, path {}, toolset {:?}, store {:?})",
-            config.server.listen, config.http.path, config.server.toolset, config.store.backend
-        );
+        check::report(&config, cli.check_connections)?;
         return Ok(None);
     }
     Ok(Some(config))

@@ -25,6 +25,15 @@ pub enum Toolset {
 }
 
 impl Toolset {
+    /// The name the configuration and `--toolset` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Toolset::Demo => "demo",
+            Toolset::Conformance => "conformance",
+            Toolset::None => "none",
+        }
+    }
+
     /// Registers the set's tools, resources and prompts; returns background
     /// tasks (e.g. a resource that changes over time) to run in the server's
     /// runtime.

@@ -44,9 +44,14 @@ pub struct Cli {
     /// Serve one session over stdin/stdout instead of HTTP (`server.transport = "stdio"`).
     #[arg(long)]
     pub stdio: bool,
-    /// Validate the configuration, print it, and exit.
+    /// Validate the configuration, print what was checked and what was
+    /// not, and exit.
     #[arg(long)]
     pub check_config: bool,
+    /// With --check-config: also check that the Redis store answers and
+    /// that remote upstreams accept connections (may wait for time-outs).
+    #[arg(long, requires = "check_config")]
+    pub check_connections: bool,
     /// Instead of serving: another command.
     #[command(subcommand)]
     pub command: Option<Command>,

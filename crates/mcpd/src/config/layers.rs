@@ -22,14 +22,20 @@ pub(super) fn read_file(path: &Path) -> Result<Table, ConfigError> {
 }
 
 /// Sets `section.key` from every `MCPD_SECTION_KEY` variable; other
-/// variables are ignored.
-pub(super) fn apply_env(table: &mut Table, env: impl IntoIterator<Item = (String, String)>) {
+/// variables are ignored. Returns a warning for each `MCPD_*` variable
+/// that names no section (a misspelt key of a known section is refused
+/// later, as in the file), naming the nearest variable that would work.
+pub(super) fn apply_env(
+    table: &mut Table,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Vec<String> {
     // Read off the defaults, so a new key or section needs no list here:
     // the sections are the default's tables, and a key takes a
     // comma-separated list when its default value is a list.
     let Ok(Value::Table(shape)) = Value::try_from(Config::default()) else {
         unreachable!("the default configuration serialises to a table");
     };
+    let mut warnings = Vec::new();
     for (name, raw) in env {
         let Some(rest) = name.strip_prefix("MCPD_") else {
             continue;
@@ -44,11 +50,50 @@ pub(super) fn apply_env(table: &mut Table, env: impl IntoIterator<Item = (String
             })
             .max_by_key(|(s, ..)| s.len())
         else {
+            warnings.push(unknown_variable(&name, &shape));
             continue;
         };
         let list = matches!(keys.get(key), Some(Value::Array(_)));
         set(table, section, key, env_value(list, &raw));
     }
+    warnings
+}
+
+/// The warning for `MCPD_*` variable `name`, which names no section.
+fn unknown_variable(name: &str, shape: &Table) -> String {
+    if name.starts_with("MCPD_UPSTREAM") {
+        return format!("environment variable {name} is ignored: [[upstream]] servers are configured in the file (--config) only");
+    }
+    let nearest = shape
+        .iter()
+        .filter_map(|(s, keys)| Some((s, keys.as_table()?)))
+        .flat_map(|(s, keys)| {
+            keys.keys()
+                .map(move |k| format!("MCPD_{s}_{k}").to_ascii_uppercase())
+        })
+        .min_by_key(|candidate| edit_distance(name, candidate));
+    match nearest {
+        Some(n) => format!("environment variable {name} names no configuration key and is ignored; did you mean {n}?"),
+        None => format!("environment variable {name} names no configuration key and is ignored"),
+    }
+}
+
+/// Levenshtein distance between two ASCII-ish strings (by `char`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// An environment value as TOML: numbers and booleans typed, lists split on
@@ -93,12 +138,56 @@ mod tests {
     use super::*;
 
     fn env_table(pairs: &[(&str, &str)]) -> Table {
+        env_warnings(pairs).0
+    }
+
+    fn env_warnings(pairs: &[(&str, &str)]) -> (Table, Vec<String>) {
         let mut table = Table::new();
-        apply_env(
+        let warnings = apply_env(
             &mut table,
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
         );
-        table
+        (table, warnings)
+    }
+
+    /// #37: a misspelt section is not silently ignored: the warning names
+    /// the variable and the nearest one that would work.
+    #[test]
+    fn variables_naming_no_key_are_warned_about_with_the_nearest() {
+        let (t, w) = env_warnings(&[
+            ("MCPD_SERVR_LISTEN", "5"),
+            ("MCPD_RATELIMIT_SESSIONS_PER_MINUTE", "1"),
+            ("MCPD_UPSTREAM_ID", "x"),
+            ("MCPD_SERVER_LISTEN", "127.0.0.1:1"),
+            ("PATH", "/bin"),
+        ]);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(
+            w[0].contains("MCPD_SERVR_LISTEN")
+                && w[0].ends_with("did you mean MCPD_SERVER_LISTEN?"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].contains("did you mean MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE?"),
+            "{}",
+            w[1]
+        );
+        assert!(w[2].contains("[[upstream]]"), "{}", w[2]);
+        assert_eq!(t.len(), 1, "only the real key is set: {t:?}");
+    }
+
+    #[test]
+    fn edit_distance_counts_edits() {
+        for (a, b, d) in [
+            ("", "", 0),
+            ("abc", "abc", 0),
+            ("servr", "server", 1),
+            ("abc", "", 3),
+            ("kitten", "sitting", 3),
+        ] {
+            assert_eq!(edit_distance(a, b), d, "{a} {b}");
+        }
     }
 
     /// The sections and list keys of the hand-kept lists this derivation

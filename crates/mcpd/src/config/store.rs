@@ -42,6 +42,16 @@ pub enum StoreBackend {
     Redis,
 }
 
+impl StoreBackend {
+    /// The name the configuration uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreBackend::Memory => "memory",
+            StoreBackend::Redis => "redis",
+        }
+    }
+}
+
 impl Default for StoreSection {
     fn default() -> Self {
         let r = Retention::default();

@@ -29,6 +29,8 @@
 //!   mailbox caps while work under them is served.
 //! - [`shutdown`]: SIGTERM: readiness first, retry hints, the grace period,
 //!   streams resumed on a second process sharing Redis.
+//! - [`startup`]: the stores reached before the port is bound, `MCPD_*`
+//!   variables naming no key, what `--check-config` checks (#37).
 //! - [`stateless`]: the 2026-07-28 era (`revision-2026-07-28.md` §13,
 //!   items `R<n>`): headers, `_meta`, MRTR, listen, both eras at once.
 //! - [`redis_store`]: mcpd SIGKILLed and restarted on Redis, Redis killed or
@@ -82,6 +84,7 @@ mod server;
 mod shutdown;
 mod slow_clients;
 mod slow_reader;
+mod startup;
 mod stateless;
 mod store_cost;
 mod tasks;
