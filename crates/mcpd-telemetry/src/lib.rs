@@ -196,7 +196,7 @@ impl Metrics {
             store_up: g("mcpd_store_up", "1 when the session store answered its last check (Redis PING), else 0."),
             ready: g("mcpd_ready", "1 while this process accepts new sessions (store reachable, not shutting down), else 0."),
             redis_errors: c("mcpd_redis_errors_total", "Redis commands that failed or timed out."),
-            auth_rejections: cv("mcpd_auth_rejections_total", "Requests refused by authentication or authorization, by reason (missing_token, invalid_token, expired, wrong_audience, wrong_issuer, insufficient_scope, session_principal).", &["reason"]),
+            auth_rejections: cv("mcpd_auth_rejections_total", "Requests refused by authentication or authorization, by reason (missing_token, invalid_token, invalid_request, expired, wrong_audience, wrong_issuer, insufficient_scope, session_principal, inactive, dpop_bound, dpop_required, invalid_dpop_proof, unavailable).", &["reason"]),
             rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
             tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
             tool_duration: hv("mcpd_tool_call_duration_seconds", "Duration of tools/call requests by tool (configured names, else other).", &["tool"]),
@@ -295,6 +295,11 @@ impl Metrics {
         "wrong_issuer",
         "insufficient_scope",
         "session_principal",
+        "inactive",
+        "dpop_bound",
+        "dpop_required",
+        "invalid_dpop_proof",
+        "unavailable",
     ];
 
     /// Counts one open SSE stream until the guard is dropped.

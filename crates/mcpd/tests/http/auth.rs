@@ -790,6 +790,9 @@ async fn rejections_are_counted_by_reason() {
         ("expired", 1),
         ("insufficient_scope", 1),
         ("wrong_audience", 0),
+        // Every reason is exported from the start (alerts see the series).
+        ("unavailable", 0),
+        ("invalid_dpop_proof", 0),
     ] {
         let line = format!("mcpd_auth_rejections_total{{reason=\"{reason}\"}} {n}");
         assert!(text.contains(&line), "{line} in\n{text}");
