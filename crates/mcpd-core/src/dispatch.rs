@@ -1,20 +1,22 @@
-//! Method dispatch, once, for every transport and era: the request methods
-//! the method table gives to [`Handler::Dispatch`] (the catalogue's, in
-//! `dispatch/catalog.rs`), or any method routed to an upstream. Methods
-//! that read or change session state live in the session actor.
+//! Who answers a request, decided once for every transport and era
+//! ([`McpServer::route`], from the method table), and dispatch of the
+//! requests the table gives to `Handler::Catalog` (the catalogue's, in
+//! `dispatch/catalog.rs`), or routes to an upstream. Methods that change
+//! session state live in the session actor; every request, dispatched or
+//! not, gets a span and is counted (`dispatch/outcome.rs`).
 
 mod catalog;
 mod outcome;
+mod route;
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use mcpd_protocol::jsonrpc::Request;
-use mcpd_protocol::methods::Handler;
 use mcpd_protocol::types::{
     Implementation, JsonObject, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
-use mcpd_protocol::{ErrorCode, ErrorObject, Method};
+use mcpd_protocol::{ErrorObject, Method};
 use mcpd_telemetry::Metrics;
 use serde_json::Value;
 use tracing::Instrument;
@@ -23,7 +25,9 @@ use crate::context::RequestContext;
 use crate::forward::Forward;
 use crate::limits::Limits;
 use crate::registry::Registry;
+pub use outcome::Watch;
 use outcome::{request_span, Audit, Outcome};
+pub use route::{Era, Route};
 
 /// What the server is: its identity, its catalogue, its limits.
 pub struct McpServer {
@@ -110,20 +114,15 @@ impl McpServer {
         }
     }
 
-    /// Whether this server answers `method` (routed to `server_id` if set).
-    pub fn answers(&self, method: &str, server_id: Option<&str>) -> bool {
-        server_id.is_some() || self.forward_all.is_some() || Self::handles(method)
+    /// Begins the span and the metrics of a request answered without
+    /// [`Self::dispatch`] (see [`Watch`]).
+    pub fn watch(&self, req: &Request, session: Option<&str>) -> Watch {
+        Watch::begin(&self.metrics, req, session)
     }
 
     /// Every upstream this server forwards to.
     pub fn forwards(&self) -> impl Iterator<Item = &Arc<dyn Forward>> {
         self.routes.values().chain(self.forward_all.iter())
-    }
-
-    /// Whether `method` is a request the registry dispatch serves.
-    pub fn handles(method: &str) -> bool {
-        Method::parse(method)
-            .is_some_and(|m| m.info().handler == Handler::Dispatch || m == Method::Ping)
     }
 
     /// Runs one request. The future owns everything it needs, so a request
@@ -137,7 +136,7 @@ impl McpServer {
         let kind = req.kind;
         let tool = (kind == Some(Method::ToolsCall))
             .then(|| Box::from(self.metrics.tool_label(req.target().unwrap_or(""))));
-        let mut watch = Outcome::start(self.metrics.clone(), kind, tool, ctx.clone());
+        let mut watch = Outcome::start(self.metrics.clone(), kind, tool, Some(ctx.clone()));
         if self.audit_tool_calls && kind == Some(Method::ToolsCall) {
             watch.audit = Some(Audit {
                 principal: ctx.caller().principal.clone(),
@@ -146,7 +145,7 @@ impl McpServer {
                 tool: req.target().unwrap_or("").into(),
             });
         }
-        let span = request_span(&req, &ctx);
+        let span = request_span(&req, ctx.session_id());
         let Request {
             method,
             params,
@@ -156,15 +155,10 @@ impl McpServer {
         let inner = match (server_id, &self.forward_all) {
             (Some(id), _) => match self.routes.get(&id) {
                 Some(f) => forward(f.clone(), method, params, ctx),
-                // No such upstream: a method MCP does not have is the
-                // first thing wrong with the request.
-                None if kind.is_none() => Box::pin(std::future::ready(Err(
-                    ErrorObject::method_not_found(&method),
-                ))),
-                None => Box::pin(std::future::ready(Err(ErrorObject::new(
-                    ErrorCode(-32001),
-                    format!("Server '{id}' not found"),
-                )))),
+                // `route` refused it already.
+                None => Box::pin(std::future::ready(Err(ErrorObject::internal(format!(
+                    "no upstream '{id}' (the request was not routed first)"
+                ))))),
             },
             (None, Some(f)) => forward(f.clone(), method, params, ctx),
             (None, None) => self.dispatch_inner(kind, method, params, ctx),

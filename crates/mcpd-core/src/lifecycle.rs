@@ -6,12 +6,14 @@
 
 use std::sync::Arc;
 
-use mcpd_protocol::jsonrpc::{self, Message};
+use mcpd_protocol::jsonrpc::{self, Message, Request};
+use mcpd_protocol::methods::Handler;
 use mcpd_protocol::types::{parse_params_owned, InitializeParams, InitializeResult, JsonObject};
-use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
+use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
 use mcpd_store::{EventLog, SessionDirectory, StoreError};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use tracing::Instrument;
 
 use mcpd_telemetry::Clean;
 
@@ -59,8 +61,8 @@ pub fn admit(
     batch: bool,
     initialized: bool,
 ) -> Result<Admission, LifecycleError> {
-    let is = |m: &Message, method| matches!(m, Message::Request(r) if r.kind == Some(method));
-    let init = messages.iter().any(|m| is(m, Method::Initialize));
+    let is = |m: &Message, by: Handler| matches!(m, Message::Request(r) if r.kind.is_some_and(|k| k.info().handler == by));
+    let init = messages.iter().any(|m| is(m, Handler::Lifecycle));
     match (init, initialized) {
         (true, true) => Err(LifecycleError::AlreadyInitialized),
         (true, false) if batch => Err(LifecycleError::InitializeInBatch),
@@ -69,7 +71,7 @@ pub fn admit(
         (false, false) => {
             let only_pings = messages
                 .iter()
-                .all(|m| !matches!(m, Message::Request(_)) || is(m, Method::Ping));
+                .all(|m| !matches!(m, Message::Request(_)) || is(m, Handler::Ping));
             if only_pings {
                 Ok(Admission::BeforeInitialize)
             } else {
@@ -79,9 +81,8 @@ pub fn admit(
     }
 }
 
-/// The answers to a body admitted [`Admission::BeforeInitialize`]: `{}`
-/// for each ping.
-pub fn pongs(messages: &[Message]) -> Vec<Vec<u8>> {
+/// `{}` for each ping of a body admitted [`Admission::BeforeInitialize`].
+fn pongs(messages: &[Message]) -> Vec<Vec<u8>> {
     messages
         .iter()
         .filter_map(|m| match m {
@@ -161,9 +162,35 @@ impl Lifecycle {
         }
     }
 
+    /// The answers to a body admitted [`Admission::BeforeInitialize`]: `{}`
+    /// for each ping.
+    pub fn pongs(&self, messages: &[Message]) -> Vec<Vec<u8>> {
+        for m in messages {
+            if let Message::Request(r) = m {
+                self.server.watch(r, None).finish(&Ok::<_, ()>(()));
+            }
+        }
+        pongs(messages)
+    }
+
     /// Handles `initialize`: negotiates the revision, records the session in
     /// the directory, and starts its actor on the current arbiter.
     pub async fn initialize(
+        &self,
+        req: Request,
+        caller: &Caller,
+    ) -> Result<(SessionHandle, Box<RawValue>), InitializeError> {
+        let watch = self.server.watch(&req, None);
+        let span = watch.span().clone();
+        let outcome = self
+            .initialize_session(req.params, caller)
+            .instrument(span)
+            .await;
+        watch.finish(&outcome);
+        outcome
+    }
+
+    async fn initialize_session(
         &self,
         params: Option<JsonObject>,
         caller: &Caller,

@@ -458,7 +458,9 @@ impl Tasks {
             Method::TasksGet => Ok(wire::detailed(&rec)),
             Method::TasksUpdate => self.update(&rec, params).await,
             Method::TasksCancel => self.cancel(&rec).await,
-            _ => Err(ErrorObject::method_not_found(method.info().name)),
+            other => Err(ErrorObject::internal(format!(
+                "{other} is not a tasks method"
+            ))),
         }
     }
 

@@ -315,7 +315,11 @@ impl PromptProvider for Prompts {
         match self
             .0
             .up
-            .call("completion/complete", params.as_object().cloned(), None)
+            .call(
+                methods::COMPLETION_COMPLETE,
+                params.as_object().cloned(),
+                None,
+            )
             .await
         {
             Ok(v) => v["completion"]["values"]

@@ -9,6 +9,7 @@ use actix_web::{HttpResponse, ResponseError};
 use mcpd_core::lifecycle::InitializeError;
 use mcpd_core::{ResumeError, SessionError};
 use mcpd_protocol::jsonrpc::{error_response, ParseError};
+use mcpd_protocol::methods::Handler;
 use mcpd_protocol::{ErrorCode, ErrorObject, RequestId};
 
 #[derive(Debug, thiserror::Error)]
@@ -159,4 +160,31 @@ pub const CLIENT_CAP_RETRY: Duration = Duration::from_secs(60);
 /// Seconds for a `Retry-After` header (at least 1).
 pub fn retry_after_secs(d: Duration) -> u64 {
     d.as_secs_f64().ceil().max(1.0) as u64
+}
+
+/// The HTTP status of a 2026-07-28 request refused before anything ran:
+/// an unknown method is 404 (what tells a modern server from a legacy
+/// HTTP+SSE one), a missing capability or extension and bad params 400.
+pub fn status_of_refusal(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::OVERLOADED => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// The HTTP status of a 2026-07-28 answer sent as one JSON body, by the
+/// method table's handler and the error it carries: a result or a
+/// handler's error is 200 (in-band), a missing client capability 400, a
+/// limit 503; `tasks/*` answers a bad task id 400 and an unreachable task
+/// store 503.
+pub fn status_of_answer(handler: Option<Handler>, error: Option<ErrorCode>) -> StatusCode {
+    match (handler, error) {
+        (_, None) => StatusCode::OK,
+        (_, Some(ErrorCode::MISSING_CLIENT_CAPABILITY)) => StatusCode::BAD_REQUEST,
+        (_, Some(ErrorCode::OVERLOADED)) => StatusCode::SERVICE_UNAVAILABLE,
+        (Some(Handler::Tasks), Some(ErrorCode::INVALID_PARAMS)) => StatusCode::BAD_REQUEST,
+        (Some(Handler::Tasks), Some(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        (_, Some(_)) => StatusCode::OK,
+    }
 }

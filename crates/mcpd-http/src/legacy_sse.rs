@@ -193,7 +193,7 @@ pub async fn message(
             initialize(&state.node, &conn, r, &caller).await?;
         }
         Admission::BeforeInitialize => {
-            for pong in lifecycle::pongs(body.messages()) {
+            for pong in state.node.lifecycle.pongs(body.messages()) {
                 let _ = conn.tx.send(message_event(&pong)).await;
             }
         }
@@ -217,13 +217,14 @@ async fn initialize(
     r: mcpd_protocol::jsonrpc::Request,
     caller: &mcpd_core::Caller,
 ) -> Result<(), HttpError> {
-    let answer = match node.lifecycle.initialize(r.params, caller).await {
+    let id = r.id.clone();
+    let answer = match node.lifecycle.initialize(r, caller).await {
         Ok((session, result)) => {
             let mut rx = session.open_connection().await?;
+            let response = jsonrpc::result_bytes(&id, &result);
             let (node, id) = (node.clone(), session.id().to_owned());
             *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
             let (tx, ended) = (conn.tx.clone(), conn.ended.clone());
-            let response = jsonrpc::result_bytes(&r.id, &result);
             let _ = tx.send(message_event(&response)).await;
             // Everything the session sends from now on, in order. When its
             // connection stream ends (the session is over, or cut this
@@ -251,8 +252,8 @@ async fn initialize(
             });
             return Ok(());
         }
-        Err(e) if !e.is_unavailable() => jsonrpc::error_response(Some(&r.id), &e.to_error()),
-        Err(e) => return Err(HttpError::from_initialize(e, &r.id)),
+        Err(e) if !e.is_unavailable() => jsonrpc::error_response(Some(&id), &e.to_error()),
+        Err(e) => return Err(HttpError::from_initialize(e, &id)),
     };
     let _ = conn
         .tx

@@ -1,20 +1,23 @@
 //! The stateless era (2026-07-28) on the same endpoint: validation of the
 //! `_meta` envelope and the `Mcp-*` request headers, then hand-off to
-//! [`mcpd_core::Stateless`]. Era routing itself is in [`crate::transport`].
+//! [`mcpd_core::Stateless::handle`], which routes by the method table; the
+//! answer's HTTP status comes from `error.rs`'s one table. Era routing
+//! itself is in [`crate::transport`].
 
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use mcpd_core::stateless::Answer;
 use mcpd_core::{ModernMeta, StreamItem};
 use mcpd_protocol::jsonrpc::{Body, Message, Request};
-use mcpd_protocol::methods::{self as m, meta};
+use mcpd_protocol::methods::meta;
 use mcpd_protocol::types::JsonObject;
 use mcpd_protocol::{version, ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 
-use crate::error::HttpError;
+use crate::error::{status_of_answer, status_of_refusal, HttpError};
 use crate::sse::sse_response;
 use crate::{AppState, PROTOCOL_VERSION_HEADER};
 
@@ -89,122 +92,32 @@ pub async fn post(
         Message::Request(r) => r,
     };
     let meta = validate(&req, h, state)?;
-    match req.method.as_str() {
-        m::SERVER_DISCOVER => {
-            let body = mcpd_protocol::jsonrpc::response(&req.id, state.stateless.discover());
-            Ok(HttpResponse::Ok().json(body))
-        }
-        m::SUBSCRIPTIONS_LISTEN => {
-            // Task status notifications are not offered (the ack names
-            // none), but asking for them needs the extension declared.
-            let asks_tasks = req
-                .params
-                .as_ref()
-                .and_then(|p| p.get("notifications"))
-                .is_some_and(|n| n.get("taskIds").is_some());
-            if asks_tasks
-                && state.stateless.tasks().is_some()
-                && !meta
-                    .client_capabilities
-                    .declares_extension(m::TASKS_EXTENSION)
-            {
-                return Err(rpc(
-                    StatusCode::BAD_REQUEST,
-                    &req,
-                    ErrorObject::missing_extension(m::TASKS_EXTENSION),
-                ));
+    let (id, handler) = (req.id.clone(), req.kind.map(|m| m.info().handler));
+    match state.stateless.handle(req, meta, caller).await {
+        Answer::Refused(error) => Err(HttpError::Rpc {
+            status: status_of_refusal(error.code),
+            id: Some(id),
+            error,
+        }),
+        Answer::Stream(mut rx) => match rx.recv().await {
+            Some(StreamItem::Json { data: json, error }) => {
+                let status = status_of_answer(handler, error);
+                let mut res = HttpResponse::build(status);
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    res.insert_header((header::RETRY_AFTER, "1"));
+                }
+                Ok(res
+                    .insert_header((header::CONTENT_TYPE, "application/json"))
+                    .body(json))
             }
-            let rx = state.stateless.listen(req);
-            Ok(sse_response(
-                None,
+            other => Ok(sse_response(
+                other,
                 rx,
                 state.config.keep_alive,
                 None,
                 state.sse_opened(),
-            ))
-        }
-        m::TASKS_GET | m::TASKS_UPDATE | m::TASKS_CANCEL => {
-            tasks(&req, &meta, state, &caller).await
-        }
-        method
-            if req.kind.is_some_and(|m| !m.info().in_stateless_era())
-                || !state.node.server.answers(method, req.server_id.as_deref()) =>
-        {
-            Err(rpc(
-                StatusCode::NOT_FOUND,
-                &req,
-                ErrorObject::method_not_found(method),
-            ))
-        }
-        _ => {
-            let mut rx = state.stateless.run(req, meta, caller);
-            match rx.recv().await {
-                Some(StreamItem::Json { data: json, error }) => {
-                    let status = match error {
-                        Some(ErrorCode::MISSING_CLIENT_CAPABILITY) => StatusCode::BAD_REQUEST,
-                        // A task refused at a limit (tasks.*).
-                        Some(ErrorCode::OVERLOADED) => StatusCode::SERVICE_UNAVAILABLE,
-                        _ => StatusCode::OK,
-                    };
-                    let mut res = HttpResponse::build(status);
-                    if status == StatusCode::SERVICE_UNAVAILABLE {
-                        res.insert_header((header::RETRY_AFTER, "1"));
-                    }
-                    Ok(res
-                        .insert_header((header::CONTENT_TYPE, "application/json"))
-                        .body(json))
-                }
-                other => Ok(sse_response(
-                    other,
-                    rx,
-                    state.config.keep_alive,
-                    None,
-                    state.sse_opened(),
-                )),
-            }
-        }
-    }
-}
-
-/// `tasks/get`, `tasks/update`, `tasks/cancel`: unknown methods where the
-/// extension is off; `-32021` for a request that does not declare it
-/// (checked before the task id is looked at); then the task service.
-async fn tasks(
-    req: &Request,
-    meta: &ModernMeta,
-    state: &AppState,
-    caller: &mcpd_core::Caller,
-) -> Result<HttpResponse, HttpError> {
-    let (Some(tasks), Some(method)) = (state.stateless.tasks(), req.kind) else {
-        return Err(rpc(
-            StatusCode::NOT_FOUND,
-            req,
-            ErrorObject::method_not_found(&req.method),
-        ));
-    };
-    if !meta
-        .client_capabilities
-        .declares_extension(m::TASKS_EXTENSION)
-    {
-        return Err(rpc(
-            StatusCode::BAD_REQUEST,
-            req,
-            ErrorObject::missing_extension(m::TASKS_EXTENSION),
-        ));
-    }
-    let outcome = tasks.serve(method, req.params.as_ref(), caller).await;
-    match state.stateless.decorate(Some(method), outcome) {
-        Ok(result) => {
-            Ok(HttpResponse::Ok().json(mcpd_protocol::jsonrpc::response(&req.id, result)))
-        }
-        Err(e) => {
-            let status = match e.code {
-                ErrorCode::INVALID_PARAMS => StatusCode::BAD_REQUEST,
-                // The task store is away (the only internal error here).
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            Err(rpc(status, req, e))
-        }
+            )),
+        },
     }
 }
 

@@ -318,15 +318,16 @@ async fn initialize(
     let Message::Request(r) = body.into_messages().remove(0) else {
         unreachable!("checked by the caller: the body is one initialize request")
     };
-    match state.node.lifecycle.initialize(r.params, caller).await {
+    let id = r.id.clone();
+    match state.node.lifecycle.initialize(r, caller).await {
         Ok((session, result)) => Ok(HttpResponse::Ok()
             .insert_header(session_header(session.id()))
             .insert_header((
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),
             ))
-            .body(jsonrpc::result_bytes(&r.id, &result))),
-        Err(e) => Err(HttpError::from_initialize(e, &r.id)),
+            .body(jsonrpc::result_bytes(&id, &result))),
+        Err(e) => Err(HttpError::from_initialize(e, &id)),
     }
 }
 

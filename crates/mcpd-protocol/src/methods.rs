@@ -1,6 +1,6 @@
 //! MCP method names, and the one table of what mcpd knows about each
-//! client → server request method: which eras it belongs to, whether it
-//! needs or changes a session, whether it may ask the client, which param
+//! client → server request method: which eras it belongs to, who answers
+//! it, whether it may ask the client, which param
 //! names its routing target (`Mcp-Name`), whether its result is cacheable,
 //! and its metric label. Everything that decides by method reads
 //! [`Method::info`]; adding a method is one variant, one row, its handler.
@@ -66,17 +66,24 @@ pub enum Eras {
     Both,
 }
 
-/// Who answers a method.
+/// Who answers a method: core's router (`mcpd_core::route`) reads this
+/// column, and nothing else decides by method name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handler {
     /// The lifecycle: `initialize` creates a session.
     Lifecycle,
-    /// The session actor itself: the method reads or changes session state.
+    /// Answered `{}` wherever the method exists.
+    Ping,
+    /// The session actor: the method changes session state, and is
+    /// answered once the session directory has the change.
     Session,
-    /// Core's dispatch over the catalogue (tools, resources, prompts).
-    Dispatch,
-    /// The transport: the method shapes its own response stream.
-    Transport,
+    /// Core's dispatch over the catalogue (tools, resources, prompts), or
+    /// the upstream the request is routed to.
+    Catalog,
+    /// The server's own description (`server/discover`).
+    Discover,
+    /// A stream of change notifications (`subscriptions/listen`).
+    Listen,
     /// Core's task service (the Tasks extension): reads and changes a
     /// task's durable record.
     Tasks,
@@ -88,8 +95,6 @@ pub struct MethodInfo {
     pub name: &'static str,
     pub eras: Eras,
     pub handler: Handler,
-    /// Answered only once the session directory has the change.
-    pub changes_session: bool,
     /// May ask the client (elicitation, sampling, roots): a server → client
     /// request in the session era, an `InputRequiredResult` in 2026-07-28.
     pub may_ask: bool,
@@ -105,11 +110,6 @@ impl MethodInfo {
         self.name
     }
 
-    /// Whether a session-era request of this method needs a session.
-    pub fn needs_session(&self) -> bool {
-        self.handler != Handler::Lifecycle
-    }
-
     pub fn in_session_era(&self) -> bool {
         self.eras != Eras::Stateless
     }
@@ -120,7 +120,7 @@ impl MethodInfo {
 }
 
 macro_rules! method_table {
-    ($($variant:ident = $name:ident, $eras:ident, $handler:ident, changes: $changes:expr, ask: $ask:expr, target: $target:expr, cache: $cache:expr;)*) => {
+    ($($variant:ident = $name:ident, $eras:ident, $handler:ident, ask: $ask:expr, target: $target:expr, cache: $cache:expr;)*) => {
         /// Every client → server request method mcpd knows, of both eras.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Method {
@@ -146,7 +146,6 @@ macro_rules! method_table {
                         name: $name,
                         eras: Eras::$eras,
                         handler: Handler::$handler,
-                        changes_session: $changes,
                         may_ask: $ask,
                         target: $target,
                         cacheable: $cache,
@@ -158,24 +157,24 @@ macro_rules! method_table {
 }
 
 method_table! {
-    Initialize = INITIALIZE, Session, Lifecycle, changes: false, ask: false, target: None, cache: false;
-    Ping = PING, Session, Session, changes: false, ask: false, target: None, cache: false;
-    LoggingSetLevel = LOGGING_SET_LEVEL, Session, Session, changes: true, ask: false, target: None, cache: false;
-    ResourcesSubscribe = RESOURCES_SUBSCRIBE, Session, Session, changes: true, ask: false, target: None, cache: false;
-    ResourcesUnsubscribe = RESOURCES_UNSUBSCRIBE, Session, Session, changes: true, ask: false, target: None, cache: false;
-    ToolsList = TOOLS_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
-    ToolsCall = TOOLS_CALL, Both, Dispatch, changes: false, ask: true, target: Some("name"), cache: false;
-    ResourcesList = RESOURCES_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
-    ResourcesTemplatesList = RESOURCES_TEMPLATES_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
-    ResourcesRead = RESOURCES_READ, Both, Dispatch, changes: false, ask: true, target: Some("uri"), cache: true;
-    PromptsList = PROMPTS_LIST, Both, Dispatch, changes: false, ask: false, target: None, cache: true;
-    PromptsGet = PROMPTS_GET, Both, Dispatch, changes: false, ask: true, target: Some("name"), cache: false;
-    CompletionComplete = COMPLETION_COMPLETE, Both, Dispatch, changes: false, ask: false, target: None, cache: false;
-    ServerDiscover = SERVER_DISCOVER, Stateless, Transport, changes: false, ask: false, target: None, cache: true;
-    SubscriptionsListen = SUBSCRIPTIONS_LISTEN, Stateless, Transport, changes: false, ask: false, target: None, cache: false;
-    TasksGet = TASKS_GET, Stateless, Tasks, changes: false, ask: false, target: Some("taskId"), cache: false;
-    TasksUpdate = TASKS_UPDATE, Stateless, Tasks, changes: false, ask: false, target: Some("taskId"), cache: false;
-    TasksCancel = TASKS_CANCEL, Stateless, Tasks, changes: false, ask: false, target: Some("taskId"), cache: false;
+    Initialize = INITIALIZE, Session, Lifecycle, ask: false, target: None, cache: false;
+    Ping = PING, Session, Ping, ask: false, target: None, cache: false;
+    LoggingSetLevel = LOGGING_SET_LEVEL, Session, Session, ask: false, target: None, cache: false;
+    ResourcesSubscribe = RESOURCES_SUBSCRIBE, Session, Session, ask: false, target: None, cache: false;
+    ResourcesUnsubscribe = RESOURCES_UNSUBSCRIBE, Session, Session, ask: false, target: None, cache: false;
+    ToolsList = TOOLS_LIST, Both, Catalog, ask: false, target: None, cache: true;
+    ToolsCall = TOOLS_CALL, Both, Catalog, ask: true, target: Some("name"), cache: false;
+    ResourcesList = RESOURCES_LIST, Both, Catalog, ask: false, target: None, cache: true;
+    ResourcesTemplatesList = RESOURCES_TEMPLATES_LIST, Both, Catalog, ask: false, target: None, cache: true;
+    ResourcesRead = RESOURCES_READ, Both, Catalog, ask: true, target: Some("uri"), cache: true;
+    PromptsList = PROMPTS_LIST, Both, Catalog, ask: false, target: None, cache: true;
+    PromptsGet = PROMPTS_GET, Both, Catalog, ask: true, target: Some("name"), cache: false;
+    CompletionComplete = COMPLETION_COMPLETE, Both, Catalog, ask: false, target: None, cache: false;
+    ServerDiscover = SERVER_DISCOVER, Stateless, Discover, ask: false, target: None, cache: true;
+    SubscriptionsListen = SUBSCRIPTIONS_LISTEN, Stateless, Listen, ask: false, target: None, cache: false;
+    TasksGet = TASKS_GET, Stateless, Tasks, ask: false, target: Some("taskId"), cache: false;
+    TasksUpdate = TASKS_UPDATE, Stateless, Tasks, ask: false, target: Some("taskId"), cache: false;
+    TasksCancel = TASKS_CANCEL, Stateless, Tasks, ask: false, target: Some("taskId"), cache: false;
 }
 
 impl std::fmt::Display for Method {
@@ -235,7 +234,7 @@ mod tests {
             .map(|m| m.info().name)
             .collect();
         assert_eq!(asking, [TOOLS_CALL, RESOURCES_READ, PROMPTS_GET]);
-        assert!(!info(INITIALIZE).needs_session());
-        assert!(info(PING).needs_session());
+        assert_eq!(info(INITIALIZE).handler, Handler::Lifecycle);
+        assert_eq!(info(PING).handler, Handler::Ping);
     }
 }

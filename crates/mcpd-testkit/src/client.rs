@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use mcpd_protocol::methods;
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use serde_json::{json, Value};
 
@@ -108,7 +109,7 @@ impl McpClient {
     /// `initialize` at `version`, then `notifications/initialized`; keeps the
     /// session id and version.
     pub async fn initialize_with(&mut self, version: &str, capabilities: Value) -> Value {
-        let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        let body = json!({"jsonrpc":"2.0","id":0,"method":methods::INITIALIZE,"params":{
             "protocolVersion": version, "capabilities": capabilities,
             "clientInfo": {"name":"mcpd-testkit","version":"1"}}});
         let r = self.post(&body).await;
@@ -119,7 +120,9 @@ impl McpClient {
             .map(|v| v.to_str().unwrap().to_owned());
         let result = r.last()["result"].clone();
         self.version = result["protocolVersion"].as_str().map(str::to_owned);
-        let n = self.notify("notifications/initialized", json!({})).await;
+        let n = self
+            .notify(methods::NOTIFICATION_INITIALIZED, json!({}))
+            .await;
         assert_eq!(n.status, 202);
         result
     }

@@ -71,7 +71,7 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
                 }
             }
             Ok(Admission::BeforeInitialize) => {
-                for pong in lifecycle::pongs(body.messages()) {
+                for pong in node.lifecycle.pongs(body.messages()) {
                     let _ = out.send(Bytes::from(pong)).await;
                 }
             }
@@ -79,13 +79,10 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
                 let Some(Message::Request(r)) = body.into_messages().pop() else {
                     unreachable!("admitted: the body is one initialize request")
                 };
-                match node
-                    .lifecycle
-                    .initialize(r.params, &Default::default())
-                    .await
-                {
+                let id = r.id.clone();
+                match node.lifecycle.initialize(r, &Default::default()).await {
                     Ok((s, result)) => {
-                        let response = jsonrpc::result_bytes(&r.id, &result);
+                        let response = jsonrpc::result_bytes(&id, &result);
                         let _ = out.send(Bytes::from(response)).await;
                         forward(
                             s.open_connection().await.map_err(std::io::Error::other)?,
@@ -93,7 +90,7 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
                         );
                         session = Some(s);
                     }
-                    Err(e) => send(&out, jsonrpc::error_response(Some(&r.id), &e.to_error())).await,
+                    Err(e) => send(&out, jsonrpc::error_response(Some(&id), &e.to_error())).await,
                 }
             }
             Ok(Admission::Session) => {

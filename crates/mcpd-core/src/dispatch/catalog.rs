@@ -30,7 +30,6 @@ impl McpServer {
             let p = params.as_ref();
             let v = ctx.protocol_version();
             match kind {
-                Some(Method::Ping) => Ok(Value::Object(JsonObject::new())),
                 Some(Method::ToolsList) => {
                     let ListParams { cursor } = parse_params(p)?;
                     let caller = ctx.caller();
@@ -110,7 +109,9 @@ impl McpServer {
                     to_json(&provider.get(&params.name, &args, &ctx).await?)
                 }
                 Some(Method::CompletionComplete) => this.complete(parse_params(p)?).await,
-                _ => Err(ErrorObject::method_not_found(&method)),
+                _ => Err(ErrorObject::internal(format!(
+                    "{method} is not a catalogue method (it was not routed first)"
+                ))),
             }
         })
     }

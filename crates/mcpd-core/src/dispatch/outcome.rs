@@ -14,7 +14,7 @@ use crate::context::{RequestContext, RoundEnd};
 /// The span of one JSON-RPC request: a child of the current span (the HTTP
 /// request's), or of the client's trace when `params._meta` carries a W3C
 /// `traceparent`.
-pub(super) fn request_span(req: &Request, ctx: &RequestContext) -> tracing::Span {
+pub(super) fn request_span(req: &Request, session: Option<&str>) -> tracing::Span {
     if !mcpd_telemetry::trace::spans_wanted() {
         return tracing::Span::none();
     }
@@ -23,8 +23,8 @@ pub(super) fn request_span(req: &Request, ctx: &RequestContext) -> tracing::Span
         otel.name = %Clean(&req.method),
         otel.kind = "server",
         mcp.method = %Clean(&req.method),
-        mcp.session_id = ctx.session_id().unwrap_or(""),
-        jsonrpc.id = %ctx.request_id()
+        mcp.session_id = session.unwrap_or(""),
+        jsonrpc.id = %req.id
     );
     if let Some(meta) = req.meta() {
         let field = |k: &str| meta.get(k).and_then(Value::as_str);
@@ -65,8 +65,9 @@ pub(super) struct Outcome {
     method: Option<Method>,
     /// The `tool` label of a `tools/call`.
     tool: Option<Box<str>>,
-    /// The request's context: says how a round that was set aside ended.
-    ctx: RequestContext,
+    /// The request's context, for a dispatched request: says how a round
+    /// that was set aside ended.
+    ctx: Option<RequestContext>,
     pub audit: Option<Audit>,
     start: std::time::Instant,
     done: bool,
@@ -77,7 +78,7 @@ impl Outcome {
         metrics: Arc<Metrics>,
         method: Option<Method>,
         tool: Option<Box<str>>,
-        ctx: RequestContext,
+        ctx: Option<RequestContext>,
     ) -> Self {
         metrics.requests_in_flight.inc();
         Self {
@@ -111,12 +112,41 @@ impl Drop for Outcome {
         self.metrics.requests_in_flight.dec();
         // A round that asked the client (or was refused) is set aside, not
         // cancelled: count what the client was answered.
-        match self.ctx.round_end() {
+        match self.ctx.as_ref().and_then(RequestContext::round_end) {
             _ if self.done => {}
             Some(RoundEnd::InputRequired) => self.finish("input_required"),
             Some(RoundEnd::Refused) => self.finish("error"),
             None => self.cancelled(),
         }
+    }
+}
+
+/// The span and the metrics of a request that core answers without
+/// dispatch (`initialize`, `ping`, session changes, `server/discover`,
+/// `subscriptions/listen`, `tasks/*`, refusals): begun when it is routed,
+/// finished with its answer. Dropped unfinished, it counts as cancelled.
+pub struct Watch {
+    outcome: Outcome,
+    span: tracing::Span,
+}
+
+impl Watch {
+    pub(crate) fn begin(metrics: &Arc<Metrics>, req: &Request, session: Option<&str>) -> Self {
+        Self {
+            outcome: Outcome::start(metrics.clone(), req.kind, None, None),
+            span: request_span(req, session),
+        }
+    }
+
+    /// The request's span, for the work that answers it.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Counts the answer (`ok` or `error`).
+    pub fn finish<T, E>(mut self, answer: &Result<T, E>) {
+        self.outcome
+            .finish(if answer.is_ok() { "ok" } else { "error" });
     }
 }
 

@@ -1,5 +1,5 @@
 //! Client requests in a session: the ones the session answers itself
-//! (the method table's [`Handler::Session`] methods), the ones it hands to a
+//! (`ping`, the method table's `Handler::Session` methods), the ones it hands to a
 //! request actor, cancellations, and the client's answers to the
 //! questions a request asked it.
 
@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc::{self, Notification, Request, Response};
-use mcpd_protocol::methods::{self as m, Handler as By};
+use mcpd_protocol::methods as m;
 use mcpd_protocol::types::{
     parse_params, CancelledParams, LoggingLevel, SetLevelParams, UriParams,
 };
@@ -19,6 +19,7 @@ use super::peer::{Ask, AskTimedOut, Emit, Log, Release, SessionPeer};
 use super::{empty, InFlight, Outgoing, SessionActor};
 use crate::caller::Caller;
 use crate::context::{ContextParts, PeerError, RequestContext};
+use crate::dispatch::{Era, Route, Watch};
 use crate::lifecycle::LifecycleError;
 use crate::request::{report_to, Cancel, RequestActor, RequestDone};
 
@@ -66,54 +67,70 @@ impl SessionActor {
         }
     }
 
-    /// What the session does with `r` before any request actor: answer
-    /// it (its own methods, and refusals), save a change of session state
-    /// (the table's `changes_session` methods), or neither.
+    /// What the session does with `r` before any request actor, as
+    /// [`McpServer::route`](crate::McpServer::route) decides: answer it
+    /// (`ping`, refusals), save a change of session state, or run it.
+    /// Every request not run gets its span and is counted here.
     fn first_look(&mut self, r: &Request, stream: &Arc<str>) -> FirstLook {
         let params = r.params.as_ref();
-        let answer = |outcome| FirstLook::Answer(outcome);
+        let watch = || self.env.server.watch(r, Some(&*self.id));
+        let answer = |outcome: Result<Value, ErrorObject>| {
+            watch().finish(&outcome);
+            FirstLook::Answer(outcome)
+        };
         if let Err(e) = r.check_lengths() {
             return answer(Err(e));
         }
-        match r.kind.map(|m| (m, m.info().handler)) {
-            Some((_, By::Lifecycle)) => answer(Err(LifecycleError::AlreadyInitialized.to_error())),
-            Some((Method::Ping, _)) => answer(Ok(empty())),
-            Some((Method::LoggingSetLevel, _)) => match parse_params::<SetLevelParams>(params) {
-                Ok(p) => {
-                    self.record.log_level = Some(p.level);
-                    self.change(Change::Applied(r.id.clone(), stream.clone()))
+        let pending = || Pending {
+            id: r.id.clone(),
+            stream: stream.clone(),
+            watch: watch(),
+        };
+        match self.env.server.route(r, Era::Session) {
+            Route::Refuse(e) => answer(Err(e)),
+            Route::Initialize => answer(Err(LifecycleError::AlreadyInitialized.to_error())),
+            Route::Ping => answer(Ok(empty())),
+            Route::Session(Method::LoggingSetLevel) => {
+                match parse_params::<SetLevelParams>(params) {
+                    Ok(p) => {
+                        self.record.log_level = Some(p.level);
+                        self.change(Change::Applied(pending()))
+                    }
+                    Err(e) => answer(Err(e)),
                 }
-                Err(e) => answer(Err(e)),
-            },
-            Some((Method::ResourcesSubscribe, _)) => match parse_params::<UriParams>(params) {
+            }
+            Route::Session(Method::ResourcesSubscribe) => match parse_params::<UriParams>(params) {
                 Ok(p) => match self.may_subscribe(&p.uri) {
                     Err(e) => answer(Err(e)),
-                    Ok(()) => self.change(Change::Subscribe(r.id.clone(), stream.clone(), p.uri)),
+                    Ok(()) => self.change(Change::Subscribe(pending(), p.uri)),
                 },
                 Err(e) => answer(Err(e)),
             },
-            Some((Method::ResourcesUnsubscribe, _)) => match parse_params::<UriParams>(params) {
-                Ok(p) => {
-                    self.env.feed.unsubscribe(&p.uri, &self.id);
-                    self.record.subscriptions.remove(&p.uri);
-                    self.change(Change::Applied(r.id.clone(), stream.clone()))
+            Route::Session(Method::ResourcesUnsubscribe) => {
+                match parse_params::<UriParams>(params) {
+                    Ok(p) => {
+                        self.env.feed.unsubscribe(&p.uri, &self.id);
+                        self.record.subscriptions.remove(&p.uri);
+                        self.change(Change::Applied(pending()))
+                    }
+                    Err(e) => answer(Err(e)),
                 }
-                Err(e) => answer(Err(e)),
-            },
-            _ if self.requests.contains_key(&r.id) => answer(Err(ErrorObject::new(
+            }
+            Route::Catalog if self.requests.contains_key(&r.id) => answer(Err(ErrorObject::new(
                 ErrorCode::INVALID_REQUEST,
                 format!(
                     "Request id {} is already in use by a request in flight",
                     r.id
                 ),
             ))),
-            _ if !self.env.server.answers(&r.method, r.server_id.as_deref()) => {
-                answer(Err(ErrorObject::method_not_found(&r.method)))
-            }
-            _ => match self.over_in_flight_limit() {
+            Route::Catalog => match self.over_in_flight_limit() {
                 Some(e) => answer(Err(e)),
                 None => FirstLook::Run,
             },
+            // Not routed in this era.
+            Route::Session(_) | Route::Discover | Route::Listen | Route::Tasks(_) => {
+                answer(Err(ErrorObject::method_not_found(&r.method)))
+            }
         }
     }
 
@@ -271,7 +288,7 @@ impl SessionActor {
         let uris: Vec<String> = changes
             .iter()
             .filter_map(|c| match c {
-                Change::Subscribe(_, _, uri) => Some(uri.clone()),
+                Change::Subscribe(_, uri) => Some(uri.clone()),
                 Change::Applied(..) => None,
             })
             .collect();
@@ -298,20 +315,19 @@ impl SessionActor {
         let mut answer = Vec::with_capacity(changes.len());
         for c in changes {
             match c {
-                Change::Applied(id, stream) => answer.push((id, stream)),
-                Change::Subscribe(id, stream, uri) if known.contains(&uri) => {
+                Change::Applied(p) => answer.push(p),
+                Change::Subscribe(p, uri) if known.contains(&uri) => {
                     self.env.feed.subscribe(&uri, &self.id);
                     self.record.subscriptions.insert(uri);
-                    answer.push((id, stream));
+                    answer.push(p);
                 }
-                Change::Subscribe(id, stream, uri) => {
+                Change::Subscribe(p, uri) => {
                     let e = ErrorObject::new(
                         ErrorCode::RESOURCE_NOT_FOUND,
                         format!("Resource not found: {uri} (only resources this server lists, or its templates match, can be subscribed to)"),
                     )
                     .with_data(serde_json::json!({ "uri": uri }));
-                    let bytes = jsonrpc::outcome_bytes(&id, &Err(e));
-                    self.streams.request_ended(&stream, Some(bytes.into()));
+                    self.answer_pending(p, Err(e));
                 }
             }
         }
@@ -320,7 +336,7 @@ impl SessionActor {
 
     /// A session-state change is answered once the directory has it, so an
     /// answered change survives a crash and every replica sees it.
-    fn save_then_answer(&mut self, answer: Vec<(RequestId, Arc<str>)>, ctx: &mut Context<Self>) {
+    fn save_then_answer(&mut self, answer: Vec<Pending>, ctx: &mut Context<Self>) {
         if answer.is_empty() {
             self.drive(ctx);
             return;
@@ -344,12 +360,18 @@ impl SessionActor {
                     format!("the session store is unavailable ({e}); the change was not saved, retry shortly"),
                 )),
             };
-            for (id, stream) in answer {
-                let bytes = jsonrpc::outcome_bytes(&id, &outcome);
-                act.streams.request_ended(&stream, Some(bytes.into()));
+            for p in answer {
+                act.answer_pending(p, outcome.clone());
             }
             act.drive(ctx);
         }));
+    }
+
+    /// Answers a saved (or refused) change of session state.
+    fn answer_pending(&mut self, p: Pending, outcome: Result<Value, ErrorObject>) {
+        let bytes = jsonrpc::outcome_bytes(&p.id, &outcome);
+        p.watch.finish(&outcome);
+        self.streams.request_ended(&p.stream, Some(bytes.into()));
     }
 
     fn request_by_key(&self, key: u64) -> Option<&RequestId> {
@@ -368,11 +390,19 @@ const OWN_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
 const MAX_URI_BYTES: usize = 2048;
 
 /// A change of session state from the POST being handled, answered once
-/// saved: the request's id and stream, and for a subscription its URI
-/// (applied once the URI is known to exist).
+/// saved; for a subscription, its URI (applied once the URI is known to
+/// exist).
 pub(super) enum Change {
-    Applied(RequestId, Arc<str>),
-    Subscribe(RequestId, Arc<str>, String),
+    Applied(Pending),
+    Subscribe(Pending, String),
+}
+
+/// A request waiting for its change to be saved: its id, its stream, and
+/// its span and metrics.
+pub(super) struct Pending {
+    id: RequestId,
+    stream: Arc<str>,
+    watch: Watch,
 }
 
 /// Which of `uris` name a resource the providers list, or match one of

@@ -52,7 +52,7 @@ async fn metric(admin: &str, name: &str) -> f64 {
 }
 
 /// mcpd's binary with `env`, its admin listener on a free port.
-fn child(env: &[(&str, &str)]) -> (McpdProcess, String) {
+pub(crate) fn child(env: &[(&str, &str)]) -> (McpdProcess, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -165,22 +165,21 @@ async fn long_tokens_ids_and_names_are_refused() {
         assert!(r.content_type().starts_with("application/json"), "{r:?}");
         assert_eq!(r.messages().len(), 1, "only the refusal: {r:?}");
     }
-    // ...and never reached dispatch: no tool call is counted.
+    // ...and never reached a tool: the four are counted as refused
+    // requests, and no tool call is counted.
     let counted = |text: &str| {
         mcpd_telemetry::OUTCOMES
             .iter()
             .map(|o| {
-                crate::metrics::sample(
-                    text,
-                    &format!(
-                        "mcpd_jsonrpc_requests_total{{method=\"tools/call\",outcome=\"{o}\"}}"
-                    ),
-                )
+                let series = format!("mcpd_tool_calls_total{{outcome=\"{o}\",tool=\"other\"}}");
+                crate::metrics::sample(text, &series)
             })
             .sum::<f64>()
     };
     let text = crate::metrics::scrape(&admin).await;
     assert_eq!(counted(&text), 0.0, "a refused call ran:\n{text}");
+    let refused = "mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"error\"}";
+    assert_eq!(crate::metrics::sample(&text, refused), 4.0, "{text}");
     let ok = c
         .post(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
             "params": call_params("countdown", json!({"steps": 1, "interval_ms": 0}), Some(json!("t".repeat(256))))}))

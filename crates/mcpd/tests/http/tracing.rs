@@ -187,3 +187,155 @@ async fn a_tool_call_exports_spans_that_continue_the_clients_trace() {
         "spans are posted to /v1/traces"
     );
 }
+
+/// #32: every method of both eras — the session's own (`initialize`,
+/// `ping`, `logging/setLevel`, subscriptions), the catalogue's, and the
+/// 2026-07-28 era's `server/discover`, `subscriptions/listen` and `tasks/*`
+/// — and a method mcpd does not know, each get a request span (continuing
+/// the trace in `params._meta.traceparent`) and are counted in
+/// `mcpd_jsonrpc_requests_total`.
+#[tokio::test]
+async fn every_method_of_both_eras_is_counted_with_a_span() {
+    let (endpoint, got) = receiver().await;
+    let (mcpd, admin) = crate::hostile_bounds::child(&[
+        ("MCPD_TRACING_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ]);
+    let mut n = 0u32;
+    // A fresh trace id per request, carried in `params._meta`.
+    let mut traced = |mut params: serde_json::Value| {
+        n += 1;
+        let trace = format!("{n:032x}");
+        params["_meta"]["traceparent"] = json!(format!("00-{trace}-00f067aa0ba902b7-01"));
+        (trace, params)
+    };
+    let mut sent: Vec<(String, &str)> = Vec::new();
+
+    // The session era.
+    let mut c = McpClient::new(&mcpd.url);
+    let (trace, params) = traced(json!({"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+    let init = c
+        .post(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":params}))
+        .await;
+    assert_eq!(init.status, 200, "{init:?}");
+    sent.push((trace, "initialize"));
+    c.session = init
+        .headers
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    c.version = Some("2025-11-25".into());
+    assert_eq!(
+        c.notify("notifications/initialized", json!({}))
+            .await
+            .status,
+        202
+    );
+    for (method, params) in [
+        ("ping", json!({})),
+        ("logging/setLevel", json!({"level": "info"})),
+        ("resources/subscribe", json!({"uri": "demo://clock"})),
+        ("resources/unsubscribe", json!({"uri": "demo://clock"})),
+        ("tools/list", json!({})),
+        (
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "x"}}),
+        ),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "demo://clock"})),
+        ("prompts/list", json!({})),
+        (
+            "prompts/get",
+            json!({"name": "greeting", "arguments": {"name": "Ada"}}),
+        ),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greeting"},
+            "argument": {"name": "name", "value": "A"}}),
+        ),
+        ("nope/x", json!({})),
+    ] {
+        let (trace, params) = traced(params);
+        let id = c.next_id();
+        let r = c
+            .post(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await;
+        assert!(r.response(&json!(id)).is_some(), "{method}: {r:?}");
+        sent.push((trace, method));
+    }
+
+    // The stateless era.
+    let http = reqwest::Client::new();
+    for (method, name, mut params) in [
+        ("server/discover", None, json!({})),
+        ("tools/list", None, json!({})),
+        ("tasks/get", Some("nope"), json!({"taskId": "nope"})),
+        (
+            "tasks/update",
+            Some("nope"),
+            json!({"taskId": "nope", "inputResponses": {}}),
+        ),
+        ("tasks/cancel", Some("nope"), json!({"taskId": "nope"})),
+        (
+            "subscriptions/listen",
+            None,
+            json!({"notifications": {"toolsListChanged": true}}),
+        ),
+        ("ping", None, json!({})),
+    ] {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        });
+        let (trace, params) = traced(params);
+        let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
+        let mut b = http
+            .post(&mcpd.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            b = b.header("mcp-name", name);
+        }
+        let r = b.json(&body).send().await.expect("sent");
+        assert!(r.status().as_u16() < 500, "{method}: {}", r.status());
+        if method == "subscriptions/listen" {
+            // The acknowledgement is the span's end; the stream goes on.
+            let mut events = mcpd_testkit::SseStream::new(r);
+            let ack = events.next_within(Duration::from_secs(10)).await;
+            assert!(ack.is_some(), "listen acknowledged");
+        }
+        sent.push((trace, method));
+    }
+
+    for (trace, method) in &sent {
+        let span = wait_span(&got, trace, method).await;
+        assert_eq!(attr(&span, "mcp.method").as_deref(), Some(*method));
+    }
+    let text = crate::metrics::scrape(&admin).await;
+    let counted = |method: &str| {
+        mcpd_telemetry::OUTCOMES
+            .iter()
+            .map(|o| {
+                crate::metrics::sample(
+                    &text,
+                    &format!("mcpd_jsonrpc_requests_total{{method=\"{method}\",outcome=\"{o}\"}}"),
+                )
+            })
+            .sum::<f64>()
+    };
+    for (_, method) in &sent {
+        let label = if method.starts_with("nope") {
+            "other"
+        } else {
+            method
+        };
+        assert!(counted(label) >= 1.0, "{method} not counted:\n{text}");
+    }
+    assert_eq!(counted("ping"), 2.0, "one ping per era: {text}");
+    assert_eq!(counted("tools/list"), 2.0, "{text}");
+}

@@ -1,0 +1,366 @@
+//! Running a catalogue request of the stateless era: in a request actor,
+//! with multi round-trip answers, or as a task.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use mcpd_protocol::jsonrpc::{self, Request};
+use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+use super::peer::{to_bytes, Escalation, Mrtr, StatelessPeer};
+use super::{ModernMeta, Stateless};
+use crate::caller::Caller;
+use crate::context::{ContextParts, RequestContext};
+use crate::request::RequestActor;
+use crate::stream::{StreamItem, StreamReceiver, StreamSender};
+use crate::tasks::{Plan, Running, Tasks};
+
+impl Stateless {
+    /// Runs one request; its messages and outcome arrive on the returned
+    /// stream (a JSON body unless something is emitted first). Dropping the
+    /// receiver cancels the request. Call inside an actix arbiter.
+    pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
+        let limits = &self.server.limits;
+        let (tx, rx) = self.channel();
+        let method = req.kind;
+        let id = req.id.clone();
+        let binding = binding(&req, &caller);
+        let answers = match req
+            .check_lengths()
+            .and_then(|()| self.collect_answers(req.params.as_ref(), &binding))
+        {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = tx.try_send(StreamItem::Json {
+                    data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
+                    error: Some(e.code),
+                });
+                return rx;
+            }
+        };
+        // A call routed to an upstream (`server_id`) is not a local tool's.
+        // (Tasks off, no tool can become one: no lookup.)
+        let tool =
+            (self.tasks.is_some() && method == Some(Method::ToolsCall) && req.server_id.is_none())
+                .then(|| {
+                    req.target()
+                        .and_then(|name| self.server.registry.tool(name))
+                })
+                .flatten();
+        let plan = match &tool {
+            Some(t) => Tasks::plan(
+                self.tasks.as_deref(),
+                t.task_policy(),
+                &meta.client_capabilities,
+            ),
+            None => Plan::Sync,
+        };
+        let escalation = match plan {
+            Plan::Sync => None,
+            Plan::SyncMayStart => self.tasks.clone().map(|tasks| Escalation {
+                tasks,
+                tool: req.target().unwrap_or_default().to_owned(),
+                caller: caller.clone(),
+                request_id: id.clone(),
+                stateless: Arc::downgrade(self),
+                started: std::sync::OnceLock::new(),
+                starting: tokio::sync::Mutex::new(()),
+                escalated: Notify::new(),
+            }),
+            Plan::Task => return self.run_task(req, meta, caller, tx, rx),
+            Plan::Refuse(e) => {
+                let _ = tx.try_send(StreamItem::Json {
+                    data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
+                    error: Some(e.code),
+                });
+                return rx;
+            }
+        };
+        let escalation = escalation.map(Arc::new);
+        // A request that may become a task runs as long as a task may
+        // (tasks.max_run_secs, within the record's TTL).
+        let deadline = match &escalation {
+            Some(e) => e.tasks.config().max_run,
+            None => limits.request_timeout,
+        };
+        let mrtr = Arc::new(Mrtr::default());
+        let emitted = Arc::new(AtomicBool::new(false));
+        let peer = StatelessPeer {
+            writer: tx.clone(),
+            emitted: emitted.clone(),
+            log_level: meta.log_level,
+            answers: answers.clone(),
+            mrtr: mrtr.clone(),
+            may_ask: method.is_some_and(|m| m.info().may_ask),
+            escalation: escalation.clone(),
+        };
+        let rctx = RequestContext::new(ContextParts {
+            request_id: id.clone(),
+            progress_token: meta.progress_token.clone(),
+            client_capabilities: Arc::new(meta.client_capabilities),
+            protocol_version: ProtocolVersion::V2026_07_28,
+            session_id: None,
+            peer: Arc::new(peer),
+            ask_timeout: limits.client_request_timeout,
+            caller,
+        });
+        let work = self.server.dispatch(req, rctx.clone());
+        let this = self.clone();
+        let driver = {
+            let mrtr = mrtr.clone();
+            let this = this.clone();
+            let round = rctx.clone();
+            Box::pin(async move {
+                // Says how the round ends before the handler is dropped, so
+                // its outcome is counted as that, not as a cancellation.
+                let asked = async {
+                    mrtr.signal.notified().await;
+                    round.end_round(mrtr.round_end());
+                };
+                tokio::select! {
+                    biased;
+                    out = work => out,
+                    () = asked => this.interrupted(&mrtr, answers, &binding),
+                }
+            })
+        };
+        let writer = tx.clone();
+        let started = escalation.clone();
+        let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
+            if let Some(running) = started.as_ref().and_then(|e| e.started.get()) {
+                // The handler made itself a task: its result is the task's.
+                let (tasks, id) = (this.tasks.clone(), running.task.id.clone());
+                if let Some(tasks) = tasks {
+                    actix::spawn(async move { tasks.finish(&id, outcome).await });
+                }
+                return;
+            }
+            let outcome = this.decorate(method, outcome);
+            let bytes = Bytes::from(jsonrpc::outcome_bytes(&id, &outcome));
+            let item = if emitted.load(Ordering::Acquire) {
+                StreamItem::Event {
+                    id: String::new(),
+                    data: bytes,
+                    retry_ms: None,
+                }
+            } else {
+                StreamItem::Json {
+                    data: bytes,
+                    error: outcome.as_ref().err().map(|e| e.code),
+                }
+            };
+            // The final message waits for room rather than being dropped.
+            actix::spawn(async move {
+                let _ = writer.send(item).await;
+            });
+        });
+        // Closing the response stream cancels the request, until it is a
+        // task: then only `tasks/cancel` does.
+        // (An SSE stream stays open until the handler ends: the task's
+        // cancel must not wait for it.)
+        let closed = Box::pin(async move {
+            match &escalation {
+                None => tx.closed().await,
+                Some(e) => {
+                    tokio::select! {
+                        () = tx.closed() => {}
+                        () = e.escalated.notified() => {}
+                    }
+                    if let Some(running) = e.started.get() {
+                        running.cancelled().await;
+                    }
+                }
+            }
+        });
+        RequestActor::new(driver, rctx, on_done, deadline, self.stats.clone())
+            .cancel_on(closed)
+            .start();
+        rx
+    }
+
+    /// A `tools/call` that is a task from the start: the record is created,
+    /// the client gets the `CreateTaskResult`, and the handler runs on with
+    /// a [`TaskPeer`], reporting to the record.
+    fn run_task(
+        self: &Arc<Self>,
+        req: Request,
+        meta: ModernMeta,
+        caller: Caller,
+        tx: StreamSender,
+        rx: StreamReceiver,
+    ) -> StreamReceiver {
+        let Some(tasks) = self.tasks.clone() else {
+            return rx;
+        };
+        let this = self.clone();
+        // The task's span is a child of the request that created it.
+        let parent = tracing::Span::current();
+        actix::spawn(async move {
+            let id = req.id.clone();
+            let tool = req.target().unwrap_or_default().to_owned();
+            let running = match tasks.create(&tool, &caller).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let e = this.decorate(None, Err(e)).unwrap_err();
+                    let _ = tx
+                        .send(StreamItem::Json {
+                            data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
+                            error: Some(e.code),
+                        })
+                        .await;
+                    return;
+                }
+            };
+            this.start_task_actor(req, meta, caller, &tasks, &running, &parent);
+            let created = this.task_created(&tasks, &running);
+            let _ = tx
+                .send(StreamItem::Json {
+                    data: Bytes::from(jsonrpc::outcome_bytes(&id, &Ok(created))),
+                    error: None,
+                })
+                .await;
+        });
+        rx
+    }
+
+    /// The decorated `CreateTaskResult` of a task just created.
+    pub(super) fn task_created(&self, tasks: &Tasks, running: &Running) -> Value {
+        let mut created = tasks.created(running);
+        created["resultType"] = Value::from("task");
+        self.decorate(None, Ok(created)).unwrap_or(Value::Null)
+    }
+
+    /// Runs a task's handler in its own [`RequestActor`].
+    fn start_task_actor(
+        &self,
+        req: Request,
+        meta: ModernMeta,
+        caller: Caller,
+        tasks: &Arc<Tasks>,
+        running: &Arc<Running>,
+        parent: &tracing::Span,
+    ) {
+        let span = if mcpd_telemetry::trace::spans_wanted() {
+            tracing::info_span!(parent: parent, "mcp.task", task.id = %running.task.id, mcp.tool = req.target().unwrap_or_default())
+        } else {
+            tracing::Span::none()
+        };
+        let rctx = RequestContext::new(ContextParts {
+            request_id: req.id.clone(),
+            // Tasks report no progress and no logs (the extension).
+            progress_token: None,
+            client_capabilities: Arc::new(meta.client_capabilities),
+            protocol_version: ProtocolVersion::V2026_07_28,
+            session_id: None,
+            peer: running.peer.clone(),
+            ask_timeout: tasks.config().max_run,
+            caller,
+        });
+        // Entered while the dispatch is built: its request span is a child.
+        let work = span.in_scope(|| self.server.dispatch(req, rctx.clone()));
+        let work = tracing::Instrument::instrument(work, span);
+        let (t, id) = (tasks.clone(), running.task.id.clone());
+        let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
+            actix::spawn(async move { t.finish(&id, outcome).await });
+        });
+        let r = running.clone();
+        RequestActor::new(
+            Box::pin(work),
+            rctx,
+            on_done,
+            tasks.config().max_run,
+            self.stats.clone(),
+        )
+        .cancel_on(Box::pin(async move { r.cancelled().await }))
+        .start();
+    }
+
+    /// Answers from the sealed `requestState` plus this round's `inputResponses`.
+    fn collect_answers(
+        &self,
+        params: Option<&JsonObject>,
+        binding: &str,
+    ) -> Result<JsonObject, ErrorObject> {
+        let mut answers = match params.and_then(|p| p.get("requestState")) {
+            None | Some(Value::Null) => JsonObject::new(),
+            Some(Value::String(s)) => self.keys.open(s, binding).map_err(|e| {
+                self.server
+                    .metrics
+                    .request_state_refused
+                    .with_label_values(&[e.reason()])
+                    .inc();
+                tracing::warn!(reason = e.reason(), error = %e, "requestState refused");
+                ErrorObject::invalid_params(format!("Invalid requestState: {e}"))
+            })?,
+            Some(_) => return Err(ErrorObject::invalid_params("requestState must be a string")),
+        };
+        match params.and_then(|p| p.get("inputResponses")) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(r)) => answers.extend(r.clone()),
+            Some(_) => {
+                return Err(ErrorObject::invalid_params(
+                    "inputResponses must be an object",
+                ))
+            }
+        }
+        Ok(answers)
+    }
+
+    /// The handler asked for something the client must supply first.
+    fn interrupted(
+        &self,
+        mrtr: &Mrtr,
+        mut answers: JsonObject,
+        binding: &str,
+    ) -> Result<Value, ErrorObject> {
+        let state = mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
+        for key in &state.invalid {
+            answers.remove(key);
+        }
+        if !state.missing.is_empty() {
+            let names: Vec<&String> = state.missing.keys().collect();
+            return Err(ErrorObject::new(
+                ErrorCode::MISSING_CLIENT_CAPABILITY,
+                format!(
+                    "This request needs client capabilities the request did not declare: {names:?}"
+                ),
+            )
+            .with_data(json!({ "requiredCapabilities": state.missing })));
+        }
+        if state.misplaced {
+            return Err(ErrorObject::internal(
+                "the handler asked the client for input in a method that cannot ask",
+            ));
+        }
+        Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": state.inputs,
+            "requestState": self.keys.seal(&answers, binding),
+        }))
+    }
+}
+
+/// What a stateless request is bound to: its method, target and arguments.
+/// What a sealed `requestState` is bound to: the request's target and
+/// arguments, and the principal (so one user's state is useless to another).
+fn binding(req: &Request, caller: &Caller) -> String {
+    let p = req.params.as_ref();
+    let get = |k: &str| {
+        p.and_then(|p| p.get(k))
+            .map(Value::to_string)
+            .unwrap_or_default()
+    };
+    format!(
+        "{}\n{}\n{}\n{}\n{}",
+        req.method,
+        get("name"),
+        get("uri"),
+        get("arguments"),
+        caller.principal.as_deref().unwrap_or("")
+    )
+}
