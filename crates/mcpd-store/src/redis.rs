@@ -27,7 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Retention, StoreError};
+use crate::error::StoreError;
+use crate::memory::Retention;
 
 mod bus;
 mod connection;

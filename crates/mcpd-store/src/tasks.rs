@@ -17,7 +17,7 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 pub mod memory;
 

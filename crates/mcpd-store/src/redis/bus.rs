@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{millis, RedisStore};
-use crate::{BusTarget, ControlBus, StoreError};
+use crate::bus::{BusTarget, ControlBus};
+use crate::error::StoreError;
 
 // === impl ControlBus for RedisStore ===
 //

@@ -11,7 +11,7 @@ use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::OnceCell;
 
 use super::{unavailable, RedisConfig, RedisStore};
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// What one command runs on: a clone of the shared connection.
 #[derive(Clone)]

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{millis, unavailable, RedisStore};
-use crate::{EventLog, NewEvent, StoreError, StoredEvent};
+use crate::error::StoreError;
+use crate::log::{EventLog, NewEvent, StoredEvent};
 
 /// Redis's answer to an `XADD` whose id is not above the stream's last: the
 /// event is already stored (a batch appended again after a lost reply).

@@ -12,7 +12,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::RedisStore;
-use crate::StoreError;
+use crate::error::StoreError;
 
 impl RedisStore {
     /// The shared keys, the sealing one first: `fresh` are candidate keys

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::{millis, RedisStore};
-use crate::StoreError;
+use crate::error::StoreError;
 
 impl RedisStore {
     /// `true` for the first claim of `key` within `ttl`, `false` after.

@@ -22,10 +22,10 @@ use futures_util::future::{try_join, try_join_all};
 use redis::Value;
 
 use super::{unavailable, RedisStore};
+use crate::error::StoreError;
 use crate::tasks::{
     Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskRecord, TaskState, TaskStore,
 };
-use crate::StoreError;
 
 /// Expiries are clamped to 2^53 - 1 ms (some 285,000 years), so the
 /// scripts, whose numbers are doubles, compute with them exactly.

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskRecord, TaskState, TaskStore};
-use crate::StoreError;
+use crate::error::StoreError;
 
 struct Entry {
     record: TaskRecord,
