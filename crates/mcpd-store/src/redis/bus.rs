@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{millis, RedisStore};
+use super::store::{millis, RedisStore};
 use crate::bus::{BusTarget, ControlBus};
 use crate::error::StoreError;
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{millis, RedisStore};
+use super::store::{millis, RedisStore};
 use crate::directory::{SessionDirectory, Touch};
 use crate::error::StoreError;
 

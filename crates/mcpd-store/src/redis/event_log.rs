@@ -6,7 +6,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{millis, unavailable, RedisStore};
+use super::connection::unavailable;
+use super::store::{millis, RedisStore};
 use crate::error::StoreError;
 use crate::log::{EventLog, NewEvent, StoredEvent};
 

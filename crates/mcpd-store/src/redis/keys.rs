@@ -11,7 +11,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::RedisStore;
+use super::store::RedisStore;
 use crate::error::StoreError;
 
 impl RedisStore {

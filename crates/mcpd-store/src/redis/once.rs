@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{millis, RedisStore};
+use super::store::{millis, RedisStore};
 use crate::error::StoreError;
 
 impl RedisStore {

@@ -21,7 +21,8 @@ use bytes::Bytes;
 use futures_util::future::{try_join, try_join_all};
 use redis::Value;
 
-use super::{unavailable, RedisStore};
+use super::connection::unavailable;
+use super::store::RedisStore;
 use crate::error::StoreError;
 use crate::tasks::{
     Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskRecord, TaskState, TaskStore,
