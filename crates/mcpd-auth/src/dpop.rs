@@ -145,7 +145,7 @@ pub(crate) fn check(
     }
     let htu = claims.htu.as_deref().unwrap_or("");
     let htu = htu.split(['?', '#']).next().unwrap_or("");
-    if crate::normalise(htu) != crate::normalise(want.url) {
+    if crate::url::normalise(htu) != crate::url::normalise(want.url) {
         return Err(format!(
             "the DPoP proof's htu {htu:?} is not this request's URL {}",
             want.url

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::AuthError;
+use crate::error::AuthError;
 
 /// Where and how to introspect (`auth.introspection_*`).
 #[derive(Debug, Clone)]

@@ -7,17 +7,18 @@
 //! `mcpd_protocol::types::X`: `initialize` (capabilities and the handshake),
 //! `content` (content blocks, resource contents, roles), `tools`, `resources`,
 //! `prompts`, `completion`, `logging`, `progress` (progress and cancellation),
-//! `client_requests` (elicitation, sampling, roots). Params parsing stays here.
+//! `client_requests` (elicitation, sampling, roots), and `json` (the
+//! [`JsonObject`] alias they share, a leaf so no topic file imports this one).
+//! Params parsing stays here.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
-pub type JsonObject = Map<String, Value>;
+use serde_json::Value;
 
 mod client_requests;
 mod completion;
 mod content;
 mod initialize;
+mod json;
 mod logging;
 mod progress;
 mod prompts;
@@ -36,6 +37,7 @@ pub use initialize::{
     ClientCapabilities, Implementation, InitializeParams, InitializeResult, ListChangedCapability,
     ResourcesCapability, ServerCapabilities,
 };
+pub use json::JsonObject;
 pub use logging::{LoggingLevel, LoggingMessageParams, SetLevelParams};
 pub use progress::{CancelledParams, ProgressParams, ProgressToken};
 pub use prompts::{

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// Where a control message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

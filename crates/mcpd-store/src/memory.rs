@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::{EventLog, NewEvent, SessionDirectory, StoreError, StoredEvent};
+use crate::directory::SessionDirectory;
+use crate::error::StoreError;
+use crate::log::{EventLog, NewEvent, StoredEvent};
 
 /// How much of each session's history the log keeps.
 #[derive(Debug, Clone, Copy)]

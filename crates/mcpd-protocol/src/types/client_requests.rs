@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::content::{Content, Role};
-use super::JsonObject;
+use super::json::JsonObject;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

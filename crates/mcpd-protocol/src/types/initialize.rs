@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::JsonObject;
+use super::json::JsonObject;
 use crate::version::ProtocolVersion;
 
 /// `Implementation`: who a client or server is.

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::content::Content;
-use super::JsonObject;
+use super::json::JsonObject;
 use crate::version::ProtocolVersion;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

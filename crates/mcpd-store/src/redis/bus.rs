@@ -7,8 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{millis, RedisStore};
-use crate::{BusTarget, ControlBus, StoreError};
+use super::store::{millis, RedisStore};
+use crate::bus::{BusTarget, ControlBus};
+use crate::error::StoreError;
 
 // === impl ControlBus for RedisStore ===
 //

@@ -1,17 +1,17 @@
 //! Reaching Redis: one multiplexed connection to a single node, to the
-//! primary the sentinels name, or to a cluster; and `RedisStore::run`,
-//! which bounds every command by the store's timeout.
+//! primary the sentinels name, or to a cluster, and a handle on it for each
+//! command (`RedisStore::run`, in `store`, bounds the command itself).
 
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::sync::OnceCell;
 
-use super::{unavailable, RedisConfig, RedisStore};
-use crate::StoreError;
+use super::config::RedisConfig;
+use crate::error::StoreError;
 
 /// What one command runs on: a clone of the shared connection.
 #[derive(Clone)]
@@ -90,10 +90,58 @@ impl Conn {
             )
         })
     }
+
+    /// A handle to run one command on, connecting first where the
+    /// connection is made on use (the sentinels' primary, a cluster), each
+    /// step bounded by `timeout`.
+    pub(super) async fn handle(&self, timeout: Duration) -> Result<Handle, StoreError> {
+        match self {
+            Conn::Single(c) => Ok(Handle::Single(c.clone())),
+            Conn::Sentinel(m) => {
+                let mut guard = m.lock().await;
+                if let Some(c) = &guard.1 {
+                    return Ok(Handle::Single(c.clone()));
+                }
+                let primary = tokio::time::timeout(timeout, guard.0.async_get_client())
+                    .await
+                    .map_err(|_| unavailable("no answer from the sentinels"))?
+                    .map_err(unavailable)?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(timeout))
+                    .set_response_timeout(Some(timeout))
+                    .set_number_of_retries(1)
+                    .set_max_delay(Duration::from_millis(500));
+                let c = ConnectionManager::new_lazy_with_config(primary, config)
+                    .map_err(unavailable)?;
+                guard.1 = Some(c.clone());
+                Ok(Handle::Single(c))
+            }
+            Conn::Cluster(c) => {
+                let (client, cell) = &**c;
+                let c = cell
+                    .get_or_try_init(|| async {
+                        tokio::time::timeout(timeout, client.get_async_connection())
+                            .await
+                            .map_err(|_| unavailable("no answer from the cluster"))?
+                            .map_err(unavailable)
+                    })
+                    .await?;
+                Ok(Handle::Cluster(c.clone()))
+            }
+        }
+    }
+
+    /// After a failure that suggests the primary moved: ask the sentinels
+    /// again next time (nothing to do for a single node or a cluster).
+    pub(super) async fn forget_primary(&self) {
+        if let Conn::Sentinel(m) = self {
+            m.lock().await.1 = None;
+        }
+    }
 }
 
 /// An error plus whether it suggests the primary moved.
-trait Failover {
+pub(super) trait Failover {
     fn tap_failover(self, e: &redis::RedisError) -> (StoreError, bool);
     fn timed_out(self) -> (StoreError, bool);
 }
@@ -112,99 +160,7 @@ impl Failover for StoreError {
     }
 }
 
-impl RedisStore {
-    async fn handle(&self) -> Result<Handle, StoreError> {
-        match &self.conn {
-            Conn::Single(c) => Ok(Handle::Single(c.clone())),
-            Conn::Sentinel(m) => {
-                let mut guard = m.lock().await;
-                if let Some(c) = &guard.1 {
-                    return Ok(Handle::Single(c.clone()));
-                }
-                let primary = tokio::time::timeout(self.cfg.timeout, guard.0.async_get_client())
-                    .await
-                    .map_err(|_| unavailable("no answer from the sentinels"))?
-                    .map_err(unavailable)?;
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(self.cfg.timeout))
-                    .set_response_timeout(Some(self.cfg.timeout))
-                    .set_number_of_retries(1)
-                    .set_max_delay(Duration::from_millis(500));
-                let c = ConnectionManager::new_lazy_with_config(primary, config)
-                    .map_err(unavailable)?;
-                guard.1 = Some(c.clone());
-                Ok(Handle::Single(c))
-            }
-            Conn::Cluster(c) => {
-                let (client, cell) = &**c;
-                let c = cell
-                    .get_or_try_init(|| async {
-                        tokio::time::timeout(self.cfg.timeout, client.get_async_connection())
-                            .await
-                            .map_err(|_| unavailable("no answer from the cluster"))?
-                            .map_err(unavailable)
-                    })
-                    .await?;
-                Ok(Handle::Cluster(c.clone()))
-            }
-        }
-    }
-
-    /// Runs one command or pipeline under the store's timeout, on the
-    /// store's own runtime (see [`RedisStore::new`]): the connection and
-    /// every command outlive the HTTP workers, so what a stopping replica
-    /// appends last still reaches Redis, and a command whose caller went
-    /// away still completes.
-    pub(super) async fn run<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, StoreError>
-    where
-        F: std::future::Future<Output = RedisResult<T>> + Send + 'static,
-        T: Send + 'static,
-    {
-        let handle = self.handle().await.inspect_err(|_| self.failed())?;
-        let timeout = self.cfg.timeout;
-        let work = tokio::time::timeout(timeout, f(handle));
-        let outcome = if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.rt.id())
-        {
-            work.await
-        } else {
-            let pending = self.in_flight.clone();
-            pending.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let task = self.rt.spawn(async move {
-                let out = work.await;
-                pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                out
-            });
-            match task.await {
-                Ok(out) => out,
-                Err(e) => return Err(unavailable(format!("the store's runtime stopped: {e}"))),
-            }
-        };
-        let result = match outcome {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) => unavailable(&e).tap_failover(&e),
-            Err(_) => unavailable(format!("no answer within {timeout:?}")).timed_out(),
-        };
-        if let (Conn::Sentinel(m), true) = (&self.conn, result.1) {
-            // The primary may have moved: ask the sentinels again next time.
-            m.lock().await.1 = None;
-        }
-        self.failed();
-        Err(result.0)
-    }
-
-    /// Waits, at most `within`, for commands sent from other runtimes to
-    /// finish (a stopping replica's last appends and ownership updates).
-    pub async fn settle(&self, within: std::time::Duration) {
-        let deadline = tokio::time::Instant::now() + within;
-        while self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    }
-
-    fn failed(&self) {
-        self.failures
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
+/// A Redis failure as the store reports it.
+pub(super) fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("Redis: {e}"))
 }

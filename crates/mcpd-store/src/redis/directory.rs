@@ -4,8 +4,9 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{millis, RedisStore};
-use crate::{SessionDirectory, StoreError, Touch};
+use super::store::{millis, RedisStore};
+use crate::directory::{SessionDirectory, Touch};
+use crate::error::StoreError;
 
 #[async_trait]
 impl SessionDirectory for RedisStore {

@@ -6,8 +6,10 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{millis, unavailable, RedisStore};
-use crate::{EventLog, NewEvent, StoreError, StoredEvent};
+use super::connection::unavailable;
+use super::store::{millis, RedisStore};
+use crate::error::StoreError;
+use crate::log::{EventLog, NewEvent, StoredEvent};
 
 /// Redis's answer to an `XADD` whose id is not above the stream's last: the
 /// event is already stored (a batch appended again after a lost reply).

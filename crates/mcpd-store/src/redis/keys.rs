@@ -11,8 +11,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::RedisStore;
-use crate::StoreError;
+use super::store::RedisStore;
+use crate::error::StoreError;
 
 impl RedisStore {
     /// The shared keys, the sealing one first: `fresh` are candidate keys

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use super::{millis, RedisStore};
-use crate::StoreError;
+use super::store::{millis, RedisStore};
+use crate::error::StoreError;
 
 impl RedisStore {
     /// `true` for the first claim of `key` within `ttl`, `false` after.

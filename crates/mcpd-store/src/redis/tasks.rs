@@ -15,282 +15,34 @@
 //! not atomic with it. An index update that failed is mended by the next
 //! `finish` of the task (it updates the indexes of a task already ended
 //! too), by `running` (stale entries), and by expiry.
+//!
+//! Layout: the key names and the [`TaskStore`] implementation here;
+//! `scripts` the Lua scripts, `reply` reading Redis's answers into records.
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::future::{try_join, try_join_all};
 use redis::Value;
 
-use super::{unavailable, RedisStore};
+use super::store::RedisStore;
+use crate::error::StoreError;
 use crate::tasks::{
     Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskRecord, TaskState, TaskStore,
 };
-use crate::StoreError;
+
+mod reply;
+mod scripts;
+
+use reply::{blob, int, items, malformed, pairs, record, utf8};
+use scripts::{script, ANSWER, ASK, CANCEL, FINISH, INDEX, TAKE};
 
 /// Expiries are clamped to 2^53 - 1 ms (some 285,000 years), so the
 /// scripts, whose numbers are doubles, compute with them exactly.
 const MAX_MS: u64 = (1 << 53) - 1;
 
-/// Adds a task to its quota's index and makes the index expire with its
-/// latest member. KEYS: the zset; ARGV: expiry, id.
-const INDEX: &str = r#"
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', tonumber(top[2])))
-return 1
-"#;
-
-/// ARGV: key, request, now. Returns `asked`, `reused` or `over`.
-const ASK: &str = r#"
-local k = KEYS[1]
-local st = redis.call('HGET', k, 'status')
-if not st or st == 'completed' or st == 'failed' or st == 'cancelled' then
-  return 'over'
-end
-if redis.call('HEXISTS', k, 'u:' .. ARGV[1]) == 1 then
-  return 'reused'
-end
-redis.call('HSET', k, 'q:' .. ARGV[1], ARGV[2], 'u:' .. ARGV[1], '1',
-  'status', 'input_required', 'upd', ARGV[3])
-return 'asked'
-"#;
-
-/// ARGV: now, then key, answer pairs. Returns nil (no such task) or
-/// `{accepted, runner}`.
-const ANSWER: &str = r#"
-local k = KEYS[1]
-if redis.call('EXISTS', k) == 0 then
-  return false
-end
-local n = 0
-for i = 2, #ARGV - 1, 2 do
-  local q = 'q:' .. ARGV[i]
-  if redis.call('HEXISTS', k, q) == 1 then
-    redis.call('HDEL', k, q)
-    redis.call('HSET', k, 'a:' .. ARGV[i], ARGV[i + 1])
-    n = n + 1
-  end
-end
-if n > 0 then
-  redis.call('HSET', k, 'upd', ARGV[1])
-  if redis.call('HGET', k, 'status') == 'input_required' then
-    local left = false
-    for _, f in ipairs(redis.call('HKEYS', k)) do
-      if string.sub(f, 1, 2) == 'q:' then
-        left = true
-        break
-      end
-    end
-    if not left then
-      redis.call('HSET', k, 'status', 'working')
-    end
-  end
-end
-return {n, redis.call('HGET', k, 'runner') or ''}
-"#;
-
-/// Returns the delivered answers as key, answer pairs, and removes them.
-const TAKE: &str = r#"
-local k = KEYS[1]
-local all = redis.call('HGETALL', k)
-local out = {}
-for i = 1, #all, 2 do
-  local f = all[i]
-  if string.sub(f, 1, 2) == 'a:' then
-    out[#out + 1] = string.sub(f, 3)
-    out[#out + 1] = all[i + 1]
-    redis.call('HDEL', k, f)
-  end
-end
-return out
-"#;
-
-/// ARGV: status, now, keep until, has message (`1`/`0`), message, has
-/// outcome, outcome. Returns `{0}` (no such task), `{0, runner, quota}`
-/// (already ended) or `{1, runner, quota}`.
-const FINISH: &str = r#"
-local k = KEYS[1]
-local st = redis.call('HGET', k, 'status')
-if not st then
-  return {0}
-end
-local runner = redis.call('HGET', k, 'runner') or ''
-local quota = redis.call('HGET', k, 'quota') or ''
-if st == 'completed' or st == 'failed' or st == 'cancelled' then
-  return {0, runner, quota}
-end
-local created = tonumber(redis.call('HGET', k, 'created') or '')
-local ttl = tonumber(redis.call('HGET', k, 'ttl') or '')
-if not created or not ttl then
-  return redis.error_reply('malformed task record: created or ttl is not a number')
-end
-redis.call('HSET', k, 'status', ARGV[1], 'upd', ARGV[2])
-if ARGV[4] == '1' then
-  redis.call('HSET', k, 'msg', ARGV[5])
-else
-  redis.call('HDEL', k, 'msg')
-end
-if ARGV[6] == '1' then
-  redis.call('HSET', k, 'out', ARGV[7])
-else
-  redis.call('HDEL', k, 'out')
-end
-for _, f in ipairs(redis.call('HKEYS', k)) do
-  local p = string.sub(f, 1, 2)
-  if p == 'q:' or p == 'a:' then
-    redis.call('HDEL', k, f)
-  end
-end
-local keep = tonumber(ARGV[3])
-if keep > created + ttl then
-  redis.call('PEXPIREAT', k, ARGV[3])
-  redis.call('HSET', k, 'ttl', string.format('%.0f', keep - created))
-end
-return {1, runner, quota}
-"#;
-
-/// ARGV: now. Returns `{'unknown'}`, `{'terminal'}` or
-/// `{'requested', runner}`.
-const CANCEL: &str = r#"
-local k = KEYS[1]
-local st = redis.call('HGET', k, 'status')
-if not st then
-  return {'unknown'}
-end
-if st == 'completed' or st == 'failed' or st == 'cancelled' then
-  return {'terminal'}
-end
-redis.call('HSET', k, 'cancel', '1', 'upd', ARGV[1])
-return {'requested', redis.call('HGET', k, 'runner') or ''}
-"#;
-
-/// `EVAL` of `body` over the one key `key`; the caller adds the arguments.
-fn script(body: &str, key: String) -> redis::Cmd {
-    let mut c = redis::cmd("EVAL");
-    c.arg(body).arg(1).arg(key);
-    c
-}
-
 /// The running set's entry of a task.
 fn member(runner: &str, id: &str) -> String {
     format!("{runner} {id}")
-}
-
-fn malformed(what: impl std::fmt::Display) -> StoreError {
-    unavailable(format!("malformed task data: {what}"))
-}
-
-/// A string reply's bytes (`None` for nil and for anything not a string).
-fn blob(v: Value) -> Option<Vec<u8>> {
-    match v {
-        Value::BulkString(b) => Some(b),
-        Value::SimpleString(s) => Some(s.into_bytes()),
-        Value::VerbatimString { text, .. } => Some(text.into_bytes()),
-        Value::Int(i) => Some(i.to_string().into_bytes()),
-        Value::Okay => Some(b"OK".to_vec()),
-        _ => None,
-    }
-}
-
-fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(i) => Some(*i),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn utf8(b: Vec<u8>, what: &str) -> Result<String, StoreError> {
-    String::from_utf8(b).map_err(|_| malformed(format!("{what} is not UTF-8")))
-}
-
-/// The elements of an array reply (RESP2 or RESP3; nil: none).
-fn items(v: Value) -> Result<Vec<Value>, StoreError> {
-    match v {
-        Value::Nil => Ok(Vec::new()),
-        Value::Array(a) | Value::Set(a) => Ok(a),
-        Value::Map(m) => Ok(m.into_iter().flat_map(|(k, v)| [k, v]).collect()),
-        _ => Err(malformed("an array was expected")),
-    }
-}
-
-/// A hash field and its value, as bytes.
-type FieldValue = (Vec<u8>, Vec<u8>);
-
-/// The field, value pairs of a flat array (or a RESP3 map) reply.
-fn pairs(v: Value) -> Result<Vec<FieldValue>, StoreError> {
-    let mut it = items(v)?.into_iter();
-    let mut out = Vec::new();
-    while let Some(field) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| malformed("a field without a value"))?;
-        match (blob(field), blob(value)) {
-            (Some(f), Some(v)) => out.push((f, v)),
-            _ => return Err(malformed("a field or value is not a string")),
-        }
-    }
-    Ok(out)
-}
-
-/// The record from its hash's fields (not empty).
-fn record(id: &str, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Result<TaskRecord, StoreError> {
-    let (mut owner, mut quota, mut tool, mut runner) = (None, None, None, None);
-    let (mut created, mut upd, mut ttl, mut poll, mut status) = (None, None, None, None, None);
-    let (mut message, mut outcome, mut cancel) = (None, None, false);
-    let mut questions = Vec::new();
-    for (f, v) in fields {
-        match f.as_slice() {
-            b"owner" => owner = Some(v),
-            b"quota" => quota = Some(v),
-            b"tool" => tool = Some(v),
-            b"runner" => runner = Some(v),
-            b"created" => created = Some(v),
-            b"upd" => upd = Some(v),
-            b"ttl" => ttl = Some(v),
-            b"poll" => poll = Some(v),
-            b"status" => status = Some(v),
-            b"msg" => message = Some(utf8(v, "the status message")?),
-            b"out" => outcome = Some(Bytes::from(v)),
-            b"cancel" => cancel = v == b"1",
-            _ => {
-                if let Some(key) = f.strip_prefix(b"q:") {
-                    questions.push((utf8(key.to_vec(), "a question key")?, Bytes::from(v)));
-                }
-            }
-        }
-    }
-    let text = |v: Option<Vec<u8>>, name: &str| -> Result<String, StoreError> {
-        utf8(v.ok_or_else(|| malformed(format!("no `{name}`")))?, name)
-    };
-    let number = |v: Option<Vec<u8>>, name: &str| -> Result<u64, StoreError> {
-        text(v, name)?
-            .parse()
-            .map_err(|_| malformed(format!("`{name}` is not a number")))
-    };
-    let status = text(status, "status")?;
-    let state =
-        TaskState::parse(&status).ok_or_else(|| malformed(format!("unknown status `{status}`")))?;
-    questions.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(TaskRecord {
-        task: NewTask {
-            id: id.to_owned(),
-            owner: text(owner, "owner")?,
-            quota: text(quota, "quota")?,
-            tool: text(tool, "tool")?,
-            runner: text(runner, "runner")?,
-            created_ms: number(created, "created")?,
-            ttl_ms: number(ttl, "ttl")?,
-            poll_ms: number(poll, "poll")?,
-        },
-        updated_ms: number(upd, "upd")?,
-        state,
-        message,
-        outcome,
-        questions,
-        cancel_requested: cancel,
-    })
 }
 
 impl RedisStore {

@@ -3,7 +3,8 @@
 
 use bytes::Bytes;
 
-use super::{Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskState, TaskStore};
+use super::record::{NewTask, TaskEnd, TaskState};
+use super::store::{Answered, Asked, CancelAsked, TaskStore};
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -8,8 +8,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskRecord, TaskState, TaskStore};
-use crate::StoreError;
+use super::record::{NewTask, TaskEnd, TaskRecord, TaskState};
+use super::store::{Answered, Asked, CancelAsked, TaskStore};
+use crate::error::StoreError;
 
 struct Entry {
     record: TaskRecord,

@@ -1,0 +1,171 @@
+//! The Redis store: what it holds, its key names, and `run`, which bounds
+//! every command by the store's timeout on the store's own runtime.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::RedisResult;
+
+use super::config::RedisConfig;
+use super::connection::{unavailable, Conn, Failover, Handle};
+use crate::error::StoreError;
+
+/// The Redis event log, session directory and control bus (one multiplexed
+/// connection for commands, one subscriber connection for the bus).
+pub struct RedisStore {
+    conn: Conn,
+    pub(super) cfg: RedisConfig,
+    /// For the subscriber connection (single node, or the first cluster seed:
+    /// PUBLISH reaches every node of a cluster).
+    pub(super) pubsub_client: redis::Client,
+    pub(super) replica: String,
+    /// Commands that failed or timed out (for `mcpd_redis_errors_total`).
+    pub(super) failures: AtomicU64,
+    /// The runtime the store was made on: every command runs there.
+    rt: tokio::runtime::Handle,
+    /// Commands running there for callers on other runtimes.
+    in_flight: Arc<AtomicUsize>,
+    /// Set when the replica retired: its heartbeat stops.
+    pub(super) retired: AtomicBool,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("cluster", &self.cfg.cluster)
+            .field("prefix", &self.cfg.prefix)
+            .finish()
+    }
+}
+
+impl RedisStore {
+    /// Prepares the connection without contacting Redis (call [`EventLog::check`]
+    /// to find out whether it answers). Must run inside a tokio runtime that
+    /// lives as long as the store: the connection and every command run
+    /// there, whichever runtime calls.
+    ///
+    /// [`EventLog::check`]: crate::EventLog::check
+    pub fn new(cfg: RedisConfig, replica: impl Into<String>) -> Result<Arc<Self>, StoreError> {
+        if cfg.urls.is_empty() {
+            return Err(unavailable("no Redis URL configured"));
+        }
+        let pubsub_client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
+        let conn = Conn::open(&cfg)?;
+        Ok(Arc::new(Self {
+            conn,
+            cfg,
+            pubsub_client,
+            replica: replica.into(),
+            failures: Default::default(),
+            rt: tokio::runtime::Handle::current(),
+            in_flight: Default::default(),
+            retired: Default::default(),
+        }))
+    }
+
+    pub(super) fn key(&self, session: &str, suffix: &str) -> String {
+        format!("{}{{{session}}}:{suffix}", self.cfg.prefix)
+    }
+
+    pub(super) fn stream_key(&self, session: &str, stream: &str) -> String {
+        format!("{}{{{session}}}:e:{stream}", self.cfg.prefix)
+    }
+}
+
+/// A duration as Redis milliseconds, at least 1 (`PX 0` is an error).
+pub(super) fn millis(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX).max(1)
+}
+
+impl RedisStore {
+    /// Runs one command or pipeline under the store's timeout, on the
+    /// store's own runtime (see [`RedisStore::new`]): the connection and
+    /// every command outlive the HTTP workers, so what a stopping replica
+    /// appends last still reaches Redis, and a command whose caller went
+    /// away still completes.
+    pub(super) async fn run<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, StoreError>
+    where
+        F: std::future::Future<Output = RedisResult<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let handle = self
+            .conn
+            .handle(self.cfg.timeout)
+            .await
+            .inspect_err(|_| self.failed())?;
+        let timeout = self.cfg.timeout;
+        let work = tokio::time::timeout(timeout, f(handle));
+        let outcome = if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.rt.id())
+        {
+            work.await
+        } else {
+            let pending = self.in_flight.clone();
+            pending.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let task = self.rt.spawn(async move {
+                let out = work.await;
+                pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                out
+            });
+            match task.await {
+                Ok(out) => out,
+                Err(e) => return Err(unavailable(format!("the store's runtime stopped: {e}"))),
+            }
+        };
+        let result = match outcome {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => unavailable(&e).tap_failover(&e),
+            Err(_) => unavailable(format!("no answer within {timeout:?}")).timed_out(),
+        };
+        if result.1 {
+            self.conn.forget_primary().await;
+        }
+        self.failed();
+        Err(result.0)
+    }
+
+    /// Waits, at most `within`, for commands sent from other runtimes to
+    /// finish (a stopping replica's last appends and ownership updates).
+    pub async fn settle(&self, within: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    fn failed(&self) {
+        self.failures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl RedisStore {
+    /// What in this Redis's configuration hurts a deployment of several
+    /// replicas, one line each naming the setting (empty when `CONFIG` is
+    /// not allowed, as on some managed services).
+    pub async fn deployment_warnings(&self) -> Vec<String> {
+        let mut p = redis::pipe();
+        p.cmd("CONFIG").arg("GET").arg("appendonly");
+        p.cmd("CONFIG").arg("GET").arg("save");
+        p.cmd("CONFIG").arg("GET").arg("maxmemory-policy");
+        type Pairs = Vec<(String, String)>;
+        let Ok((aof, save, policy)): Result<(Pairs, Pairs, Pairs), _> = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await
+        else {
+            return Vec::new();
+        };
+        let value = |v: &Pairs| v.first().map(|(_, v)| v.clone()).unwrap_or_default();
+        let mut out = Vec::new();
+        if value(&aof) == "no" && value(&save).trim().is_empty() {
+            out.push("Redis keeps no data across a restart (appendonly no, save \"\"): sessions and resumable streams are lost when it restarts; set appendonly yes in Redis".to_owned());
+        }
+        let policy = value(&policy);
+        if policy.starts_with("allkeys") {
+            out.push(format!("Redis maxmemory-policy is {policy}: under memory pressure it evicts live sessions and streams; set maxmemory-policy noeviction or volatile-lru in Redis"));
+        }
+        out
+    }
+}
