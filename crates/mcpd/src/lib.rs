@@ -584,7 +584,7 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
         std::io::stdout().flush()?;
         let stop = running.stop_handle();
         actix_rt::spawn(async move {
-            let why = shutdown_signal().await;
+            let why = shutdown::stop_signal().await;
             tracing::info!("{why}: shutting down");
             stop.stop(true).await;
         });
@@ -618,29 +618,6 @@ pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
 pub fn init_telemetry(config: &Config) -> mcpd_telemetry::trace::TracingGuard {
     let tracing = mcpd_telemetry::trace::TracingConfig::from(&config.tracing);
     mcpd_telemetry::trace::init(config.log.format.into(), &config.log.level, &tracing)
-}
-
-/// Resolves on SIGTERM or SIGINT, naming which.
-pub(crate) async fn shutdown_signal() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "SIGINT"
-    }
 }
 
 /// Serves one session over stdin/stdout (`--stdio`).
