@@ -6,7 +6,9 @@
 //! Layout: this file assembles [`Config`] and checks it section by section;
 //! each `[section]` lives in `config/<section>.rs` with its keys, their
 //! defaults, their checks and its conversion into the type the runtime uses.
-//! [`layers`] merges file, environment and flags ([`Cli`]) into one table.
+//! [`layers`] merges file, environment and flags ([`Cli`]) into one table;
+//! [`ConfigError`] and the checks' helpers live in `config/error.rs`, so
+//! the sections import it and none of them imports this file.
 
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
@@ -14,6 +16,7 @@ use toml::{Table, Value};
 mod admin;
 mod auth;
 mod cli;
+mod error;
 mod gateway;
 mod http;
 mod layers;
@@ -31,6 +34,7 @@ pub use self::tracing::TracingSection;
 pub use admin::AdminSection;
 pub use auth::AuthSection;
 pub use cli::{Cli, Command};
+pub use error::ConfigError;
 pub use gateway::GatewaySection;
 pub use http::HttpSection;
 pub use limits::LimitsSection;
@@ -42,8 +46,8 @@ pub use store::{StoreBackend, StoreSection};
 pub use tasks::TasksSection;
 pub use tls::TlsSection;
 
-/// `Serialize` only feeds [`layers`], which reads the default's shape to
-/// know the sections and which keys are lists.
+/// `Serialize` only feeds `Config::shape`, the default's shape that tells
+/// [`layers`] the sections and which keys are lists.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -70,34 +74,6 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// A configuration error: one line, naming the key.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Always one line: parsers' messages may span several.
-        let one_line = self.0.split_whitespace().collect::<Vec<_>>().join(" ");
-        write!(f, "invalid configuration: {one_line}")
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// The error for `key`, saying `why` it is wrong.
-fn bad(key: &str, why: impl std::fmt::Display) -> ConfigError {
-    ConfigError(format!("{key}: {why}"))
-}
-
-/// Checks that every `(key, value)` is above zero (a zero there would
-/// refuse everything or never time out).
-fn positive(values: &[(&str, u64)]) -> Result<(), ConfigError> {
-    match values.iter().find(|(_, v)| *v == 0) {
-        Some((key, _)) => Err(bad(key, "must be greater than 0")),
-        None => Ok(()),
-    }
-}
-
 impl Config {
     /// Loads file < environment < CLI.
     pub fn load(
@@ -108,7 +84,7 @@ impl Config {
             Some(path) => layers::read_file(path)?,
             None => Table::new(),
         };
-        let warnings = layers::apply_env(&mut table, env);
+        let warnings = layers::apply_env(&mut table, &Self::shape(), env);
         for (section, key, value) in cli.overrides() {
             layers::set(&mut table, section, key, value);
         }
@@ -120,6 +96,16 @@ impl Config {
         config.validate()?;
         config.warnings = warnings;
         Ok(config)
+    }
+
+    /// The sections and keys as [`layers`] sees them: the default read off
+    /// as a table, so a new key or section needs no list there (a key
+    /// takes a comma-separated list when its default value is a list).
+    fn shape() -> Table {
+        let Ok(Value::Table(shape)) = Value::try_from(Config::default()) else {
+            unreachable!("the default configuration serialises to a table");
+        };
+        shape
     }
 
     /// What types alone cannot check. The order decides which key a file
@@ -208,5 +194,50 @@ mod tests {
         assert!(err(&[("MCPD_TASKS_MAX_RUN_SECS", "7200")])
             .contains("must be less than tasks.ttl_secs"));
         assert!(err(&[("MCPD_TASKS_MAX_RESULT_BYTES", "0")]).contains("tasks.max_result_bytes"));
+    }
+
+    /// The sections and list keys of the hand-kept lists this derivation
+    /// replaced are still found (new ones may join them).
+    #[test]
+    fn the_old_sections_and_list_keys_are_derived() {
+        let shape = Config::shape();
+        for section in [
+            "gateway",
+            "auth",
+            "tls",
+            "rate_limit",
+            "server",
+            "http",
+            "limits",
+            "store",
+            "stateless",
+            "admin",
+            "log",
+            "tracing",
+        ] {
+            assert!(shape[section].is_table(), "{section}");
+        }
+        let lists: Vec<&String> = shape
+            .values()
+            .filter_map(Value::as_table)
+            .flat_map(|t| t.iter())
+            .filter(|(_, v)| v.is_array())
+            .map(|(k, _)| k)
+            .collect();
+        for key in [
+            "allowed_origins",
+            "allowed_hosts",
+            "state_keys",
+            "metrics_tools",
+            "authorization_servers",
+            "audiences",
+            "key_files",
+            "algorithms",
+            "required_scopes",
+            "scopes_supported",
+        ] {
+            assert!(lists.iter().any(|k| *k == key), "{key} in {lists:?}");
+        }
+        assert!(!shape.contains_key("upstream"));
     }
 }

@@ -9,66 +9,34 @@
 //! when they are there and says what it could not check when they are not,
 //! so it works against other MCP servers too.
 //!
-//! Layout: [`report`] (findings; the human and the JSON report), [`client`]
-//! (timed HTTP and MCP requests of both eras), [`reply`] (JSON and SSE
-//! answers, timed), and one file per group
-//! of checks: [`transport`] (reachable, TLS, HTTP/2), [`access`] (Host,
-//! CORS), [`auth`] (challenge, metadata, issuer, JWKS, scopes, token),
-//! [`eras`] (which protocol revisions answer), [`streams`] (SSE buffering,
-//! idle streams, resumption), [`affinity`] (a session over new connections).
+//! Layout: [`Options`] (the arguments, `doctor/options.rs`), [`report`]
+//! (findings; the human and the JSON report), [`client`] (timed HTTP and
+//! MCP requests of both eras), [`reply`] (JSON and SSE answers, timed), and
+//! one file per group of checks: [`transport`] (reachable, TLS, HTTP/2),
+//! [`access`] (Host, CORS), [`auth`] (challenge, metadata, issuer, JWKS,
+//! scopes, token), [`eras`] (which protocol revisions answer), [`streams`]
+//! (SSE buffering, idle streams, resumption), [`affinity`] (a session over
+//! new connections). This file runs the checks in order; no file under it
+//! imports it.
 
 use std::io::Write;
 use std::time::Duration;
-
-use clap::Args;
 
 mod access;
 mod affinity;
 mod auth;
 mod client;
 mod eras;
+mod options;
 mod reply;
 mod report;
 mod streams;
 mod transport;
 
+pub use options::Options;
+
 use client::{initialize, Era, Http};
 use report::{Finding, Report, Status};
-
-/// `mcpd doctor`'s arguments.
-#[derive(Debug, Clone, Args)]
-pub struct Options {
-    /// The MCP endpoint as clients reach it, e.g. https://mcp.example.com/mcp.
-    #[arg(value_name = "URL")]
-    pub url: String,
-    /// A bearer token for the endpoint (or MCPD_DOCTOR_TOKEN): checks the
-    /// token, and runs the MCP checks on an endpoint that needs one.
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
-    /// Also check CORS for a browser client on this origin, e.g. https://app.example.com.
-    #[arg(long, value_name = "ORIGIN")]
-    pub origin: Option<String>,
-    /// Print one JSON document with every finding instead of the report.
-    #[arg(long)]
-    pub json: bool,
-    /// How long to hold a quiet GET stream open (finds proxy idle timeouts).
-    #[arg(long, value_name = "SECS", default_value_t = 90)]
-    pub idle_secs: u64,
-    /// How long a single request may take, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub timeout: u64,
-    /// The URL clients use, when URL is another way in (e.g. the Service
-    /// inside the cluster): the protected-resource metadata must name it.
-    #[arg(long, value_name = "URL")]
-    pub resource: Option<String>,
-    /// Connect to ADDRESS for HOST (like curl --resolve, without the port),
-    /// e.g. mcp.example.com:203.0.113.7 to check a deployment before DNS points at it.
-    #[arg(long, value_name = "HOST:ADDRESS")]
-    pub resolve: Vec<String>,
-    /// Accept a certificate that does not verify (reported as a warning).
-    #[arg(long)]
-    pub insecure: bool,
-}
 
 /// Runs the doctor and prints its report; the process exit status: 0 when
 /// nothing failed, 1 when a check failed, 2 when it could not start.

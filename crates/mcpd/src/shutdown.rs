@@ -149,3 +149,27 @@ impl StopHandle {
         self.node().stats.in_flight_requests()
     }
 }
+
+/// Resolves on SIGTERM or SIGINT, naming which: what starts a graceful
+/// stop of the server, or ends a `--stdio` session.
+pub(crate) async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    }
+}

@@ -31,7 +31,7 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
     let mut session: Option<SessionHandle> = None;
     let mut line = Vec::new();
     // One listener for the whole run: a signal between two reads is not lost.
-    let mut signal = std::pin::pin!(crate::shutdown_signal());
+    let mut signal = std::pin::pin!(crate::shutdown::stop_signal());
     loop {
         line.clear();
         let read = tokio::select! {

@@ -13,7 +13,8 @@ use mcpd_protocol::sse::Decoder;
 use mcpd_protocol::{methods, ErrorCode, ErrorObject, RequestId};
 use serde_json::Value;
 
-use super::{read, Reporter};
+use super::decode::read;
+use super::report::Reporter;
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {

@@ -12,7 +12,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{read, Reporter};
+use super::decode::read;
+use super::report::Reporter;
 use crate::config::UpstreamConfig;
 
 /// Lines waiting for the child's stdin; beyond this a message is dropped

@@ -10,7 +10,8 @@ use mcpd_protocol::{ErrorCode, ErrorObject};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{connect_failed, Abandon, Call, Handshake, UpstreamActor};
+use super::actor::UpstreamActor;
+use super::messages::{connect_failed, Abandon, Call, Handshake};
 
 /// Runs one request through an upstream actor: the raw outcome. Dropping
 /// the future (the downstream request was cancelled) cancels it upstream.

@@ -10,7 +10,8 @@ use mcpd_protocol::jsonrpc::{Message, Notification};
 use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use serde_json::Value;
 
-use super::{connect_failed, Event, UpstreamActor};
+use super::actor::UpstreamActor;
+use super::messages::{connect_failed, Event};
 use crate::link::{Link, Reporter};
 
 impl UpstreamActor {

@@ -12,8 +12,9 @@ use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::actor::UpstreamActor;
+use super::messages::{Event, Transmit};
 use super::routing::Waiting;
-use super::{Event, Transmit, UpstreamActor};
 
 impl UpstreamActor {
     pub(super) fn on_message(

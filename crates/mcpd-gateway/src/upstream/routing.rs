@@ -14,7 +14,7 @@ use mcpd_protocol::{methods, ErrorObject, RequestId};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{Call, UPSTREAM_VERSION};
+use super::messages::{Call, UPSTREAM_VERSION};
 use crate::config::Share;
 
 pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;

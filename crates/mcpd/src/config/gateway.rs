@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use mcpd_gateway::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 
 /// The gateway's shared settings.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 use mcpd_core::Limits;
 use serde::{Deserialize, Serialize};
 
-use super::{positive, ConfigError};
+use super::error::{positive, ConfigError};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]

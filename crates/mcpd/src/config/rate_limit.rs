@@ -3,7 +3,7 @@
 use mcpd_auth::{RateLimiter, RateSpec};
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 
 /// Token buckets per principal (per client IP without auth); 0 = off.
 /// New sessions are limited by default (one client must not take every

@@ -4,7 +4,7 @@ use std::net::{AddrParseError, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 use crate::toolsets::Toolset;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

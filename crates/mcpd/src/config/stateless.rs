@@ -10,7 +10,7 @@ use mcpd_core::sealed::KeyRing;
 use mcpd_core::CacheHints;
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]

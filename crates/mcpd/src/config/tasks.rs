@@ -6,7 +6,7 @@ use std::time::Duration;
 use mcpd_core::TaskConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{bad, positive, ConfigError};
+use super::error::{bad, positive, ConfigError};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 
 /// HTTPS on the main listener (both files set), reloaded when they change
 /// or on SIGHUP.

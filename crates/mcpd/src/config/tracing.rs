@@ -3,7 +3,7 @@
 use mcpd_telemetry::trace::TracingConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{bad, ConfigError};
+use super::error::{bad, ConfigError};
 
 /// OpenTelemetry trace export (OTLP over HTTP). The standard `OTEL_*`
 /// variables work too (`OTEL_EXPORTER_OTLP_ENDPOINT`, `..._HEADERS`,

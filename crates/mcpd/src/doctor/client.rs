@@ -15,8 +15,8 @@ use reqwest::header::CONTENT_TYPE;
 use reqwest::{RequestBuilder, StatusCode, Url};
 use serde_json::{json, Value};
 
+use super::options::Options;
 pub use super::reply::{is_sse, secs, strings, Ending, Item, Reply, SseReader};
-use super::Options;
 
 /// The version the stateless era is spoken at.
 pub const MODERN: &str = "2026-07-28";

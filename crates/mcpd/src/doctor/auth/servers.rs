@@ -4,8 +4,8 @@
 
 use reqwest::{StatusCode, Url};
 
-use super::{first_document, strings, well_known, FIX_SERVERS};
-use crate::doctor::client::Http;
+use super::discovery::{first_document, well_known, FIX_SERVERS};
+use crate::doctor::client::{strings, Http};
 use crate::doctor::report::Finding;
 
 /// Where an issuer's metadata is: RFC 8414, then OpenID discovery (both

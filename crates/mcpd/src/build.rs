@@ -1,0 +1,178 @@
+//! What serves MCP, before any transport: the catalogue (the configured
+//! tool set, the caller's own tools, the gateway's upstreams), and for each
+//! endpoint its protocol core (session era and stateless era) on the
+//! process's [`Stores`]; then the background work they need started.
+
+use std::sync::Arc;
+
+use mcpd_core::cluster::{Control, Inbox};
+use mcpd_core::{McpServer, Node, Registry, SessionTable, Stateless, Stats};
+use mcpd_protocol::types::Implementation;
+use mcpd_store::RedisStore;
+
+use crate::config::Config;
+use crate::stores::Stores;
+
+/// The protocol core, without a transport.
+pub struct Core {
+    pub node: Arc<Node>,
+    pub stateless: Arc<Stateless>,
+    /// Pass-through endpoints of the gateway: (upstream id, its core).
+    pub upstreams: Vec<(String, Core)>,
+    /// The Redis store the replicas share, when configured.
+    pub redis: Option<Arc<RedisStore>>,
+}
+
+/// Builds the catalogue, stores, session manager and stateless era from
+/// `config`, and starts background tasks (and the gateway's upstreams).
+/// Must be called inside an actix system.
+pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Core> {
+    build_on(config, Stores::open(config)?, extend)
+}
+
+/// [`build`] on stores already opened.
+pub(crate) fn build_on(
+    config: &Config,
+    stores: Stores,
+    extend: impl FnOnce(&Registry),
+) -> std::io::Result<Core> {
+    let stats = Arc::new(Stats::default());
+    let registry = Registry::new(config.limits.page_size);
+    let background = config.server.toolset.install(&registry, stats.clone());
+    extend(&registry);
+    let mut server = McpServer::new(
+        Implementation {
+            name: "mcpd".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            title: Some("mcpd".into()),
+        },
+        registry,
+        mcpd_core::Limits::from(&config.limits),
+    );
+    server.instructions = config.server.instructions.clone();
+    server.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
+    server.metrics = Arc::new(mcpd_telemetry::Metrics::with_tool_labels(
+        config.admin.metrics_tools.clone(),
+    ));
+    let gateway = mcpd_gateway::Gateway::start(&config.upstream);
+    server.routes = gateway.routes();
+    let metrics = server.metrics.clone();
+    let server = Arc::new(server);
+    for up in gateway.upstreams.iter().filter(|u| u.config().aggregate) {
+        mcpd_gateway::catalog::aggregate(up.clone(), &server, &config.gateway.separator);
+    }
+    let tasks = config.tasks.enabled.then(|| {
+        mcpd_core::Tasks::new(
+            stores.tasks.clone(),
+            stores.cluster.clone(),
+            server.clone(),
+            mcpd_core::TaskConfig::from(&config.tasks),
+        )
+    });
+    let mut core = core_for(config, server, stats.clone(), &stores, tasks.clone());
+    for task in background {
+        actix_rt::spawn(task);
+    }
+    for up in &gateway.upstreams {
+        let mut s = McpServer::new(
+            Implementation {
+                name: up.id().into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                title: None,
+            },
+            Registry::new(config.limits.page_size),
+            mcpd_core::Limits::from(&config.limits),
+        );
+        s.metrics = metrics.clone();
+        s.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
+        s.forward_all = Some(up.clone());
+        // The upstream's own announcements reach this endpoint's sessions.
+        let notifier = s.registry.notifier();
+        up.on_event(Arc::new(move |_, e| {
+            if let mcpd_gateway::upstream::Event::Notification(method, params) = e {
+                match method.as_str() {
+                    "notifications/tools/list_changed" => notifier.tools_list_changed(),
+                    "notifications/prompts/list_changed" => notifier.prompts_list_changed(),
+                    "notifications/resources/list_changed" => notifier.resources_list_changed(),
+                    "notifications/resources/updated" => {
+                        if let Some(uri) = params["uri"].as_str() {
+                            notifier.resource_updated(uri);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }));
+        // Pass-through endpoints offer no tasks: the upstream's own are
+        // its business.
+        let c = core_for(config, Arc::new(s), stats.clone(), &stores, None);
+        core.upstreams.push((up.id().to_owned(), c));
+    }
+    // One bus subscriber for the process: a control message names its
+    // session, which one endpoint's table holds.
+    let tables = std::iter::once(core.node.sessions.clone())
+        .chain(core.upstreams.iter().map(|(_, c)| c.node.sessions.clone()))
+        .collect();
+    if let Some(tasks) = &tasks {
+        tasks.start();
+    }
+    stores
+        .cluster
+        .clone()
+        .start(Arc::new(Tables { tables, tasks }));
+    stores.share(config);
+    Ok(core)
+}
+
+/// Every endpoint's session table and the task service, as the one inbox
+/// of the process.
+struct Tables {
+    tables: Vec<Arc<SessionTable>>,
+    tasks: Option<Arc<mcpd_core::Tasks>>,
+}
+
+impl Inbox for Tables {
+    /// A task's to the task service; a session's to the table that holds
+    /// it; one that none holds (an `End` or `Reload` is acknowledged all
+    /// the same) to the first.
+    fn deliver(&self, msg: Control) {
+        if self.tasks.as_ref().is_some_and(|t| t.on_control(&msg)) {
+            return;
+        }
+        let held = |t: &&Arc<SessionTable>| msg.session().is_some_and(|s| t.get(s).is_some());
+        let table = self.tables.iter().find(held).unwrap_or(&self.tables[0]);
+        table.deliver(msg);
+    }
+}
+
+/// The session-era and stateless-era core of one endpoint serving `server`.
+fn core_for(
+    config: &Config,
+    server: Arc<McpServer>,
+    stats: Arc<Stats>,
+    stores: &Stores,
+    tasks: Option<Arc<mcpd_core::Tasks>>,
+) -> Core {
+    let node = Node::new(
+        server.clone(),
+        stores.log.clone(),
+        stores.directory.clone(),
+        stores.cluster.clone(),
+        stats.clone(),
+    );
+    node.start();
+    let stateless = Stateless::new(
+        server,
+        stats,
+        node.feed.clone(),
+        stores.keys.clone(),
+        mcpd_core::CacheHints::from(&config.stateless),
+        tasks,
+    );
+    Core {
+        node,
+        stateless,
+        upstreams: Vec::new(),
+        redis: stores.redis.clone(),
+    }
+}

@@ -1,0 +1,245 @@
+//! The HTTP server around a built [`Core`]: the main endpoint and the
+//! gateway's pass-through endpoints, each with its security (auth, rate
+//! limits, scopes); a span and a metric per request; connection limits and
+//! timeouts; TLS; the admin listener; and the [`StopHandle`] that stops it
+//! all. [`serve`] is what `main` and the tests both start.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{web, App, HttpServer};
+use mcpd_core::{Node, Registry};
+use mcpd_http::AppState;
+use tracing::Instrument;
+
+use crate::build::{build, Core};
+use crate::config::{Config, ConfigError};
+use crate::shutdown::{self, StopHandle};
+use crate::{admin, auth, tls};
+
+/// A started mcpd: await [`Running::run`] to serve; stop it with a
+/// [`StopHandle`].
+pub struct Running {
+    server: actix_web::dev::Server,
+    stop: StopHandle,
+    admin: Option<(std::net::SocketAddr, actix_web::dev::Server)>,
+}
+
+impl Running {
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Whether the configured store answers (Redis: PING).
+    pub async fn check_stores(&self) -> Result<(), mcpd_core::StoreError> {
+        self.stop.node().lifecycle.check_stores().await
+    }
+
+    /// The admin listener's address, when configured.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().map(|(a, _)| *a)
+    }
+
+    /// Serves until stopped (and a graceful stop has given running
+    /// requests their grace period).
+    pub async fn run(self) -> std::io::Result<()> {
+        if let Some((_, admin)) = self.admin {
+            actix_rt::spawn(admin);
+        }
+        let result = self.server.await;
+        self.stop.stopped().await;
+        result
+    }
+}
+
+/// Starts mcpd on `listener`. Must be called inside an actix system; the
+/// returned server runs once awaited, until stopped through its handle.
+pub fn serve(config: &Config, listener: TcpListener) -> std::io::Result<Running> {
+    serve_with(config, listener, |_| {})
+}
+
+/// Like [`serve`], with `extend` adding the caller's own tools, resources
+/// and prompts to the catalogue (after the configured built-in set).
+pub fn serve_with(
+    config: &Config,
+    listener: TcpListener,
+    extend: impl FnOnce(&Registry),
+) -> std::io::Result<Running> {
+    serve_core(config, build(config, extend)?, listener)
+}
+
+/// Serves a built [`Core`] on `listener`.
+pub(crate) fn serve_core(
+    config: &Config,
+    core: Core,
+    listener: TcpListener,
+) -> std::io::Result<Running> {
+    let Core {
+        node,
+        stateless,
+        upstreams,
+        redis,
+    } = core;
+    let invalid =
+        |e: ConfigError| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
+    let port = listener.local_addr()?.port();
+    let auth = auth::authenticator(config, redis.as_ref(), port).map_err(invalid)?;
+    let (requests, sessions) = config.rate_limit.limiters();
+    let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
+    let upstream_scopes = Arc::new(
+        config
+            .upstream
+            .iter()
+            .filter(|u| !u.scopes.is_empty())
+            .map(|u| (u.id.clone(), u.scopes.clone()))
+            .collect::<std::collections::HashMap<_, _>>(),
+    );
+    let security = |endpoint_scopes: Vec<String>| mcpd_http::Security {
+        auth: auth.clone(),
+        requests: requests.clone(),
+        sessions: sessions.clone(),
+        client_ip_header: Some(config.rate_limit.client_ip_header.clone())
+            .filter(|h| !h.is_empty()),
+        endpoint_scopes,
+        upstream_scopes: upstream_scopes.clone(),
+        separator: config.gateway.separator.clone(),
+    };
+    let state = web::Data::new(AppState {
+        node: node.clone(),
+        stateless,
+        legacy: Default::default(),
+        config: mcpd_http::HttpConfig::from(&config.http),
+        security: security(Vec::new()),
+    });
+    // The gateway's pass-through endpoints: `{path}/{upstream id}`.
+    let endpoints: Vec<web::Data<AppState>> = upstreams
+        .into_iter()
+        .map(|(id, core)| {
+            let mut http = mcpd_http::HttpConfig::from(&config.http);
+            http.path = format!("{}/{id}", config.http.path.trim_end_matches('/'));
+            let scopes = config
+                .upstream
+                .iter()
+                .find(|u| u.id == id)
+                .map(|u| u.scopes.clone())
+                .unwrap_or_default();
+            web::Data::new(AppState {
+                node: core.node,
+                stateless: core.stateless,
+                legacy: Default::default(),
+                config: http,
+                security: security(scopes),
+            })
+        })
+        .collect();
+    let tasks = state.stateless.tasks().cloned();
+    let nodes: Vec<Arc<Node>> = std::iter::once(node.clone())
+        .chain(endpoints.iter().map(|e| e.node.clone()))
+        .collect();
+    let metrics = node.server.metrics.clone();
+    let http = HttpServer::new(move || {
+        let metrics = metrics.clone();
+        let mut app = App::new().configure(mcpd_http::configure(state.clone()));
+        for e in &endpoints {
+            app = app.configure(mcpd_http::configure_endpoint(e.clone()));
+        }
+        app.wrap(actix_web::middleware::from_fn(mcpd_http::limits::admit))
+            .wrap_fn(move |req, srv| {
+                let method: &'static str = match req.method().as_str() {
+                    "GET" => "GET",
+                    "POST" => "POST",
+                    "DELETE" => "DELETE",
+                    _ => "other",
+                };
+                let metrics = metrics.clone();
+                let span = http_span(&req, method);
+                let fut = span.in_scope(|| actix_web::dev::Service::call(srv, req));
+                async move {
+                    let res = fut.await?;
+                    metrics
+                        .http_requests
+                        .with_label_values(&[method, res.status().as_str()])
+                        .inc();
+                    Ok(res)
+                }
+                .instrument(span)
+            })
+    })
+    // The grace period is counted by the StopHandle; actix gets a little
+    // longer, to write the retry hints of streams closed when it ends.
+    .shutdown_timeout(config.server.shutdown_grace_secs + shutdown::HINT_MARGIN_SECS)
+    .client_request_timeout(Duration::from_secs(config.http.header_timeout_secs))
+    .keep_alive(Duration::from_secs(config.http.idle_timeout_secs))
+    // Counts connections against server.max_connections; sets TCP_NODELAY
+    // (SSE answers are several small writes: without it the last one can
+    // wait ~40 ms for a delayed ACK) and the stall timeout.
+    .on_connect({
+        let connections = mcpd_http::limits::ConnectionLimit::new(config.server.max_connections);
+        let stall = Duration::from_secs(config.http.stall_timeout_secs);
+        move |conn, ext| {
+            connections.on_connect(ext);
+            if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                mcpd_http::limits::tune_tcp(tcp, stall);
+            }
+            if let Some(tls) = conn.downcast_ref::<TlsStream>() {
+                mcpd_http::limits::tune_tcp(tls.get_ref().0, stall);
+            }
+        }
+    });
+    let mut http = if config.tls.enabled() {
+        let cert = tls::ReloadingCert::new(&config.tls)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        cert.watch(Duration::from_secs(config.tls.reload_check_secs));
+        let tls = tls::server_config(cert)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        http.listen_rustls_0_23(listener, tls)?
+    } else {
+        http.listen(listener)?
+    };
+    if config.server.workers > 0 {
+        http = http.workers(config.server.workers);
+    }
+    let server = http.disable_signals().run();
+    let admin = match &config.admin.listen {
+        Some(addr) => Some(admin::server(
+            addr,
+            node.clone(),
+            mcpd_http::HttpConfig::from(&config.http).origins,
+        )?),
+        None => None,
+    };
+    let stop = StopHandle::new(
+        server.handle(),
+        admin.as_ref().map(|(_, s)| s.handle()),
+        nodes,
+        tasks,
+        &config.server,
+    );
+    Ok(Running {
+        server,
+        stop,
+        admin,
+    })
+}
+
+/// The span of one HTTP request, continuing the client's trace when it sent
+/// a W3C `traceparent` header.
+fn http_span(req: &actix_web::dev::ServiceRequest, method: &'static str) -> tracing::Span {
+    if !mcpd_telemetry::trace::spans_wanted() {
+        return tracing::Span::none();
+    }
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let span = tracing::info_span!(
+        "http.request",
+        otel.name = %format_args!("{method} {}", req.path()),
+        otel.kind = "server",
+        http.method = method,
+        http.target = %req.path(),
+        mcp.session_id = header("mcp-session-id").unwrap_or("")
+    );
+    mcpd_telemetry::trace::continue_trace(&span, header("traceparent"), header("tracestate"));
+    span
+}
+
+type TlsStream = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
