@@ -7,7 +7,7 @@
 
 mod catalog;
 mod outcome;
-mod route;
+pub mod route;
 
 use std::sync::Arc;
 
@@ -27,7 +27,6 @@ use crate::limits::Limits;
 use crate::registry::Registry;
 pub use outcome::Watch;
 use outcome::{request_span, Audit, Outcome};
-pub use route::{Era, Route};
 
 /// What the server is: its identity, its catalogue, its limits.
 pub struct McpServer {

@@ -15,10 +15,13 @@
 
 mod effects;
 mod env;
+mod messages;
 mod peer;
+mod pending;
 mod record;
 mod remote;
 mod requests;
+mod saving;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,8 +42,8 @@ use crate::streams::{Streams, StreamsConfig};
 
 pub use crate::streams::{PostReply, ResumeError};
 pub use env::{SessionEnv, Slots};
+pub use messages::{GetMoved, Reload, RemoteAnswer, RemoteCancel, RemoteGone, RemoteTail, Wake};
 pub use record::SessionRecord;
-pub use remote::{GetMoved, Reload, RemoteAnswer, RemoteCancel, RemoteGone, RemoteTail, Wake};
 
 /// Why the transport could not hand a message to a session.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,7 +110,7 @@ pub struct SessionActor {
     log_failing: bool,
     /// Changes of session state from the POST being handled, saved once
     /// at its end (`session/requests.rs`).
-    changes: Vec<requests::Change>,
+    changes: Vec<pending::Change>,
 }
 
 // --- messages from the transport ---

@@ -35,12 +35,13 @@ use crate::stats::Stats;
 use crate::stream::{StreamReceiver, StreamSender};
 use crate::tasks::Tasks;
 
+mod answer;
 mod entry;
 mod envelope;
 mod peer;
 mod run;
 
-pub use entry::Answer;
+pub use answer::Answer;
 pub use envelope::ModernMeta;
 
 /// The stateless era's way into core.

@@ -14,21 +14,11 @@ use mcpd_protocol::{ErrorObject, RequestId};
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::answer::Answer;
 use super::{ModernMeta, Stateless};
 use crate::caller::Caller;
-use crate::dispatch::{Era, Route};
+use crate::dispatch::route::{Era, Route};
 use crate::stream::{StreamItem, StreamReceiver};
-
-/// How a 2026-07-28 request is answered.
-#[derive(Debug)]
-pub enum Answer {
-    /// Refused before anything ran (a method this era lacks, an extension
-    /// the request did not declare).
-    Refused(ErrorObject),
-    /// The stream its messages and outcome arrive on: one JSON body
-    /// unless something is emitted first. Dropping it cancels the request.
-    Stream(StreamReceiver),
-}
 
 impl Stateless {
     /// Answers one 2026-07-28 request. Call inside an actix arbiter.

@@ -1,0 +1,24 @@
+//! A change of session state waiting to be saved, and the request it
+//! answers.
+
+use std::sync::Arc;
+
+use mcpd_protocol::RequestId;
+
+use crate::dispatch::Watch;
+
+/// A change of session state from the POST being handled, answered once
+/// saved; for a subscription, its URI (applied once the URI is known to
+/// exist).
+pub(super) enum Change {
+    Applied(Pending),
+    Subscribe(Pending, String),
+}
+
+/// A request waiting for its change to be saved: its id, its stream, and
+/// its span and metrics.
+pub(super) struct Pending {
+    pub id: RequestId,
+    pub stream: Arc<str>,
+    pub watch: Watch,
+}
