@@ -51,7 +51,7 @@ done
 
 if [ $BUILD = 1 ]; then
   echo "bench: building mcpd and mcpd-loadtest (release)" >&2
-  cargo build --release -q -p mcpd -p mcpd-loadtest
+  cargo build --release -q -p mcpd-server -p mcpd-loadtest
   loadtest/peers/build.sh "$PEERS_DIR" >/dev/null
 fi
 LT=${CARGO_TARGET_DIR:-target}/release/mcpd-loadtest

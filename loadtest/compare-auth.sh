@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}; RUNS=${2:-3}
 command -v openssl >/dev/null || { echo "openssl is missing" >&2; exit 1; }
-cargo build --release -q -p mcpd -p mcpd-loadtest
+cargo build --release -q -p mcpd-server -p mcpd-loadtest
 TMP=$(mktemp -d /tmp/mcpd-auth-bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}; SESSIONS=${2:-8}; WORKERS=${3:-8}
 command -v redis-server >/dev/null || { echo "redis-server is missing: apt-get install -y redis-server" >&2; exit 1; }
-cargo build --release -q -p mcpd -p mcpd-loadtest
+cargo build --release -q -p mcpd-server -p mcpd-loadtest
 TMP=$(mktemp -d /tmp/mcpd-compare.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT

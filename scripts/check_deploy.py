@@ -469,7 +469,7 @@ def check_config_accepted(objs, bin_path):
     """The ConfigMap's mcpd.toml, with the container's environment, passes
     `mcpd --check-config`. Files mcpd reads from mounted Secrets get
     placeholders of the right kind."""
-    need(bin_path.is_file() and os.access(bin_path, os.X_OK), f"{bin_path} not found: build mcpd (cargo build -p mcpd) or set MCPD_BIN")
+    need(bin_path.is_file() and os.access(bin_path, os.X_OK), f"{bin_path} not found: build mcpd (cargo build -p mcpd-server) or set MCPD_BIN")
     text, _ = mcpd_config(objs)
     deploy = one(objs, "Deployment")
     c = mcpd_container(deploy)
@@ -860,7 +860,7 @@ def check_dockerfile():
     need(re.match(r"(docker\.io/(library/)?)?rust:1\.95", froms[0][0]), f"build stage FROM {froms[0][0]}, want rust:1.95")
     need(froms[-1][0].startswith("gcr.io/distroless/cc-debian12") and "nonroot" in froms[-1][0], f"runtime FROM {froms[-1][0]}")
     need("bookworm" in froms[0][0], "the build stage must be Debian 12 (bookworm) like distroless/cc-debian12, or the binary may need a newer glibc")
-    need(re.search(r"cargo build --release -p mcpd --locked", df), "no `cargo build --release -p mcpd --locked`")
+    need(re.search(r"cargo build --release -p mcpd-server --locked", df), "no `cargo build --release -p mcpd-server --locked`")
     need(re.search(r"^USER\s+(nonroot|65532)", df, re.M), "no USER nonroot")
     need(re.search(r'^ENTRYPOINT\s+\["/usr/local/bin/mcpd"\]', df, re.M), "ENTRYPOINT must be the mcpd binary (exec form)")
     ignore = [l.strip() for l in (ROOT / ".dockerignore").read_text().splitlines() if l.strip() and not l.startswith("#")]

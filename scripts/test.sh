@@ -54,7 +54,7 @@ bash "$ROOT/tests/interop/run.sh" --install-only || { echo "FAIL interop install
 
 # --- cargo tests -------------------------------------------------------------
 say "cargo test --workspace"
-cargo test --workspace 2>&1 | tee "$LOGDIR/cargo-test.log"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$LOGDIR/cargo-test.log"
 cargo_rc=${PIPESTATUS[0]}
 read -r p f < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;/) p += $i; if ($(i+1) ~ /^failed;/) f += $i } } END { print p+0, f+0 }' "$LOGDIR/cargo-test.log")
 [ -n "$p" ] || p=0; [ -n "$f" ] || f=0
@@ -63,7 +63,7 @@ count "$p" "$f"
 echo "cargo: $p passed, $f failed"
 
 # --- a real server for the black-box suites ------------------------------------
-cargo build -q -p mcpd --bin mcpd || { echo "FAIL build of the mcpd binary"; count 0 1; }
+cargo build -q -p mcpd-server --bin mcpd --features conformance || { echo "FAIL build of the mcpd binary"; count 0 1; }
 start_mcpd() {  # start_mcpd NAME ARGS... ; sets URL
   local name=$1; shift
   "$BIN_DIR/mcpd" --listen 127.0.0.1:0 "$@" >"$LOGDIR/$name.out" 2>"$LOGDIR/$name.err" &

@@ -5,7 +5,7 @@ Usage: python resume.py http://127.0.0.1:PORT/mcp
 
 Not run by run.sh: it needs an orchestrator that kills and restarts mcpd
 (`--store redis`) on the same port, which the Rust test
-`sdk_resume::python_sdk_resumes_across_an_mcpd_restart` (crates/mcpd/tests/http/sdk_resume.rs)
+`sdk_resume::python_sdk_resumes_across_an_mcpd_restart` (crates/mcpd-server/tests/http/sdk_resume.rs)
 does. The protocol with the orchestrator, over stdout/stdin:
 
   1. The script connects in legacy (session) mode and calls

@@ -2,7 +2,7 @@
 //!
 //! It depends on no mcpd crate, so any crate's tests can use it. mcpd itself
 //! is started as a child process from its binary ([`process`], [`cluster`]);
-//! the in-process server of the binary's tests is in `crates/mcpd/tests`.
+//! the in-process server of the binary's tests is in `crates/mcpd-server/tests`.
 //!
 //! - [`McpClient`]: a small Streamable HTTP client that speaks raw HTTP, so
 //!   tests can assert status codes, headers and SSE framing exactly.

@@ -33,7 +33,7 @@ mod tracing;
 pub use self::tracing::TracingSection;
 pub use admin::AdminSection;
 pub use auth::AuthSection;
-pub use cli::{Cli, Command};
+pub use cli::Cli;
 pub use error::ConfigError;
 pub use gateway::GatewaySection;
 pub use http::HttpSection;
@@ -154,7 +154,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcpd-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("mcpd.toml");
-        std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:1\"\ntoolset = \"conformance\"\n[limits]\nmax_sessions = 5\n").unwrap();
+        std::fs::write(
+            &file,
+            "[server]\nlisten = \"127.0.0.1:1\"\ntoolset = \"none\"\n[limits]\nmax_sessions = 5\n",
+        )
+        .unwrap();
         let mut cli = Cli {
             config: Some(file),
             ..Cli::default()
@@ -168,7 +172,7 @@ mod tests {
         let c = Config::load(&cli, e.clone()).unwrap();
         assert_eq!(c.server.listen, "127.0.0.1:2");
         assert_eq!(c.limits.max_sessions, 7);
-        assert_eq!(c.server.toolset, Toolset::Conformance);
+        assert_eq!(c.server.toolset, Toolset::None);
         assert_eq!(c.http.allowed_hosts, vec!["a.example", "b.example"]);
         cli.listen = Some("127.0.0.1:3".into());
         assert_eq!(Config::load(&cli, e).unwrap().server.listen, "127.0.0.1:3");

@@ -1,11 +1,12 @@
-//! The mcpd binary's library half: configuration, the built-in tool sets, and
-//! [`serve`], which wires store, core and HTTP together. `main` and the test
-//! harness both call [`serve`], so tests run exactly what ships.
+//! mcpd as a library, the crate a tool author depends on: configuration,
+//! the built-in tool sets, and [`serve`], which wires store, core and HTTP
+//! together. The `mcpd` binary (`crates/mcpd-server`) and its test harness
+//! both call [`serve`], so tests run exactly what ships; `mcpd doctor` is
+//! the binary's, from `crates/mcpd-doctor`.
 //!
 //! Layout:
-//! - [`config`]: file < env < CLI, read once; [`toolsets`]: `demo`,
-//!   `conformance`; [`doctor`]: `mcpd doctor URL`, a deployment checked
-//!   from outside;
+//! - [`config`]: file < env < CLI, read once; [`toolsets`]: `demo`, and
+//!   `conformance` with the off-by-default `conformance` feature;
 //! - `stores.rs`: the process's stores, opened once and shared by every
 //!   endpoint; `build.rs`: the catalogue, the gateway's upstreams and each
 //!   endpoint's protocol [`Core`] on those stores ([`build`]);
@@ -27,7 +28,6 @@ mod auth;
 mod build;
 mod check;
 pub mod config;
-pub mod doctor;
 pub mod prelude;
 mod serve;
 mod shutdown;
@@ -96,17 +96,17 @@ pub fn run(config: &Config, extend: impl FnOnce(&Registry)) -> anyhow::Result<()
 }
 
 /// Loads configuration the way the `mcpd` binary does (flags, `MCPD_*`
-/// environment, `--config FILE`). [`run`] sets up logging and tracing.
-///
-/// `mcpd doctor URL …` is answered here, so every binary built on this
-/// function has it: the doctor runs and the process exits with its status.
+/// environment, `--config FILE`): [`load_config_from`] the process's
+/// command line. [`run`] sets up logging and tracing.
 pub fn load_config() -> Result<Option<Config>, config::ConfigError> {
     use clap::Parser;
-    let cli = Cli::parse();
-    if let Some(config::Command::Doctor(options)) = &cli.command {
-        std::process::exit(i32::from(doctor::main(options.clone())));
-    }
-    let config = Config::load(&cli, std::env::vars())?;
+    load_config_from(&Cli::parse())
+}
+
+/// Loads configuration with flags `cli` (and the `MCPD_*` environment, and
+/// `--config FILE`). `None` after `--check-config`, which prints its report.
+pub fn load_config_from(cli: &Cli) -> Result<Option<Config>, config::ConfigError> {
+    let config = Config::load(cli, std::env::vars())?;
     if cli.check_config {
         check::report(&config, cli.check_connections)?;
         return Ok(None);

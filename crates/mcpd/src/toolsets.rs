@@ -1,6 +1,7 @@
 //! The built-in tool sets, chosen by config: `demo` exercises every protocol
 //! feature; `conformance` is exactly the fixture the official MCP
-//! conformance suite expects.
+//! conformance suite expects, built only with the `conformance` feature
+//! (test builds and the suite's runs; never the product binary).
 
 use std::sync::Arc;
 
@@ -8,8 +9,11 @@ use futures_util::future::BoxFuture;
 use mcpd_core::{Registry, Stats};
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "conformance")]
 pub mod conformance_stateless;
+#[cfg(feature = "conformance")]
 pub mod conformance_tasks;
 pub mod demo;
 
@@ -40,12 +44,16 @@ impl Toolset {
     pub fn install(self, registry: &Registry, stats: Arc<Stats>) -> Vec<BoxFuture<'static, ()>> {
         match self {
             Toolset::Demo => demo::install(registry, stats),
+            #[cfg(feature = "conformance")]
             Toolset::Conformance => {
                 conformance::install(registry);
                 conformance_stateless::install(registry);
                 conformance_tasks::install(registry);
                 Vec::new()
             }
+            // Refused when the configuration is loaded (`server.toolset`).
+            #[cfg(not(feature = "conformance"))]
+            Toolset::Conformance => Vec::new(),
             Toolset::None => Vec::new(),
         }
     }

@@ -58,6 +58,12 @@ impl ServerSection {
                 format!("{:?} is not an address like 127.0.0.1:8080", self.listen),
             ));
         }
+        if self.toolset == Toolset::Conformance && !cfg!(feature = "conformance") {
+            return Err(bad(
+                "server.toolset",
+                "conformance: this build has no conformance fixtures (they are for the official conformance suite; build with `cargo build -p mcpd-server --features conformance`)",
+            ));
+        }
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //!
 //! Bounded for the test command: `PROPTEST_CASES` requests (default 192, a
 //! few seconds). Run longer with e.g.
-//! `PROPTEST_CASES=20000 cargo test -p mcpd --test http fuzz:: -- --nocapture`.
+//! `PROPTEST_CASES=20000 cargo test -p mcpd-server --test http fuzz:: -- --nocapture`.
 
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 use reqwest::{StatusCode, Url};
 
 use super::discovery::{first_document, well_known, FIX_SERVERS};
-use crate::doctor::client::{strings, Http};
-use crate::doctor::report::Finding;
+use crate::client::{strings, Http};
+use crate::report::Finding;
 
 /// Where an issuer's metadata is: RFC 8414, then OpenID discovery (both
 /// placements for an issuer with a path).

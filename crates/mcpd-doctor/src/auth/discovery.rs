@@ -6,7 +6,7 @@
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
-use crate::doctor::client::Http;
+use crate::client::Http;
 
 /// Where the chart and mcpd set what each finding is about.
 pub(super) const FIX_RESOURCE: &str = "set mcpd's auth.resource to the URL clients use, exactly (Helm chart: auth.resource; by default the first ingress host + mcpd.path)";
