@@ -313,6 +313,9 @@ impl Drop for StreamReceiver {
 /// The id of the session's standalone (GET) stream.
 pub const GET_STREAM: &str = "g";
 
+/// The id of a session's connection stream (transports with one channel).
+pub const CONNECTION_STREAM: &str = "c";
+
 /// Event ids are `<stream>-<seq>`: the stream they belong to and their place
 /// in it, so a `Last-Event-ID` maps back to exactly one stream.
 pub fn event_id(stream: &str, seq: u64) -> String {

@@ -6,51 +6,33 @@
 //!
 //! A thin adapter: the same checks, the same session actor (through its
 //! connection stream), the same tools. Only framing differs.
+//!
+//! Layout: the handlers are here; `legacy_sse/connections.rs` holds the
+//! table of open connections that [`AppState`] keeps.
 
 use std::sync::{Arc, Mutex};
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
-use dashmap::DashMap;
 use mcpd_core::lifecycle::{self, Admission, LifecycleError};
-use mcpd_core::{Node, SessionHandle, StreamItem};
+use mcpd_core::{Node, StreamItem};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::ErrorObject;
 use tokio::sync::{mpsc, Notify};
 
+mod connections;
+
+pub use connections::LegacyConnections;
+
+use crate::error::HttpError;
+use crate::state::AppState;
+use crate::transport::{accepts, read_body};
+use connections::Connection;
+
 /// Messages in hand between the session's connection stream and the
 /// client's SSE response.
 const HAND_OFF: usize = 4;
-
-use crate::error::HttpError;
-use crate::transport::{accepts, read_body};
-use crate::AppState;
-
-/// Open HTTP+SSE connections, by the id in their endpoint URL.
-#[derive(Default)]
-pub struct LegacyConnections {
-    map: DashMap<String, Arc<Connection>>,
-}
-
-struct Connection {
-    tx: mpsc::Sender<Bytes>,
-    /// Ends the client's SSE response (the session's connection stream
-    /// ended, or the client fell behind).
-    ended: Arc<Notify>,
-    session: Mutex<Option<SessionHandle>>,
-    /// The principal that opened the connection (with auth on).
-    principal: Option<Arc<str>>,
-}
-
-impl Connection {
-    fn session(&self) -> Option<SessionHandle> {
-        self.session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
 
 fn message_event(data: &[u8]) -> Bytes {
     let mut b = Vec::with_capacity(data.len() + 24);

@@ -19,7 +19,7 @@ use actix_web::{web, HttpResponse};
 use mcpd_protocol::jsonrpc::error_response;
 use mcpd_protocol::{ErrorCode, ErrorObject};
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Counts open connections against `server.max_connections`.
 #[derive(Debug, Clone)]

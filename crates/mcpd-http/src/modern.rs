@@ -18,8 +18,9 @@ use mcpd_protocol::{version, ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 
 use crate::error::{status_of_answer, status_of_refusal, HttpError};
+use crate::headers::PROTOCOL_VERSION_HEADER;
 use crate::sse::sse_response;
-use crate::{AppState, PROTOCOL_VERSION_HEADER};
+use crate::state::AppState;
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";

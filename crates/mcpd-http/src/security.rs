@@ -1,12 +1,12 @@
 //! What stands in front of every MCP request after the Origin/Host check:
 //! the bearer token (401/400), the rate limits (429), the scopes a message
-//! needs (403), and CORS for browser clients. `spec/authorization.md` §8 is
-//! the order followed here.
+//! needs (403). `spec/authorization.md` §8 is the order followed here; CORS
+//! is in [`crate::cors`].
 
 use std::sync::Arc;
 
 use actix_web::http::{header, StatusCode};
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpRequest;
 use mcpd_auth::{AuthError, Authenticator, Presented, Principal, RateLimiter};
 use mcpd_core::Caller;
 use mcpd_protocol::jsonrpc::Message;
@@ -311,70 +311,4 @@ fn unauthorized(auth: &Authenticator, e: &AuthError, endpoint_scopes: &[String])
         challenge: auth.challenge(e, endpoint_scopes),
         message,
     }
-}
-
-/// The Protected Resource Metadata document (RFC 9728), no token needed,
-/// readable from any origin.
-pub async fn metadata(
-    req: HttpRequest,
-    state: actix_web::web::Data<crate::AppState>,
-) -> HttpResponse {
-    let Some(auth) = &state.security.auth else {
-        return HttpResponse::NotFound().finish();
-    };
-    if req.method() == actix_web::http::Method::OPTIONS {
-        // A browser's preflight for the metadata: any origin may read it.
-        return HttpResponse::NoContent()
-            .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
-            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, OPTIONS"))
-            .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, "MCP-Protocol-Version"))
-            .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
-            .finish();
-    }
-    if req.method() != actix_web::http::Method::GET {
-        return HttpResponse::MethodNotAllowed()
-            .insert_header((header::ALLOW, "GET"))
-            .finish();
-    }
-    HttpResponse::Ok()
-        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
-        .insert_header((header::CACHE_CONTROL, "max-age=300"))
-        .json(auth.metadata())
-}
-
-/// Request headers a browser MCP client sends (both eras).
-const ALLOW_HEADERS: &str = "Authorization, DPoP, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name";
-/// Response headers a browser client must be able to read.
-pub const EXPOSE_HEADERS: &str =
-    "Mcp-Session-Id, WWW-Authenticate, Mcp-Protocol-Version, Retry-After";
-
-/// A CORS preflight (`OPTIONS`): answered without a token; 403 for an
-/// origin that is not allowed.
-pub async fn preflight(
-    req: HttpRequest,
-    state: actix_web::web::Data<crate::AppState>,
-) -> Result<HttpResponse, HttpError> {
-    state.config.origins.check(&req)?;
-    let mut allow = ALLOW_HEADERS.to_string();
-    // The 2026-07-28 era's Mcp-Param-* headers, whatever the tool names.
-    if let Some(requested) = req
-        .headers()
-        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
-        .and_then(|v| v.to_str().ok())
-    {
-        for h in requested.split(',').map(str::trim) {
-            if h.to_ascii_lowercase().starts_with("mcp-param-") && h.len() < 128 {
-                allow.push_str(", ");
-                allow.push_str(h);
-            }
-        }
-    }
-    Ok(HttpResponse::NoContent()
-        .insert_header((
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            "GET, POST, DELETE, OPTIONS",
-        ))
-        .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, allow))
-        .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
-        .finish())
 }

@@ -9,6 +9,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use mcpd_core::{StreamItem, StreamReceiver};
 use mcpd_telemetry::GaugeGuard;
 
+use crate::headers::SESSION_HEADER;
+
 /// Encodes one item as SSE.
 pub fn encode(item: &StreamItem) -> Bytes {
     let mut b = BytesMut::new();
@@ -71,7 +73,7 @@ pub fn sse_response(
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"));
     if let Some(session) = session {
-        res.insert_header((crate::SESSION_HEADER.clone(), session));
+        res.insert_header((SESSION_HEADER.clone(), session));
     }
     res.streaming(body)
 }

@@ -12,10 +12,12 @@ use mcpd_core::{Caller, ModernMeta, PostReply, SessionError, SessionHandle};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
 
+use crate::config::HttpConfig;
 use crate::error::HttpError;
+use crate::headers::{LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 use crate::modern;
 use crate::sse::sse_response;
-use crate::{AppState, HttpConfig, LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use crate::state::AppState;
 
 /// A header's value, trimmed; `Ok(None)` when absent. A value that is
 /// present but not visible ASCII is refused (400): read as absent, an

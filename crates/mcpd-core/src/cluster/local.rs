@@ -7,7 +7,7 @@ use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::RequestId;
 use mcpd_store::StoreError;
 
-use super::{Cluster, Control, Inbox};
+use super::contract::{Cluster, Control, Inbox};
 
 pub struct Local {
     replica: String,

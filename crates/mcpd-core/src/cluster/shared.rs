@@ -13,7 +13,7 @@ use mcpd_protocol::RequestId;
 use mcpd_store::{BusTarget, ControlBus, StoreError};
 use tokio::sync::mpsc;
 
-use super::{Cluster, Control, Inbox};
+use super::contract::{Cluster, Control, Inbox};
 use crate::stream::GET_STREAM;
 
 /// How often ownership removals that failed are tried again.

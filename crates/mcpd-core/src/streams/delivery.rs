@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use mcpd_store::{StoreError, StoredEvent};
 
+use super::effect::{is_connection, Batch, Effect, Out, Purpose};
 use super::state::{
     first_hole, hole, lost, response_id, unknown_outcome, CancelRecord, Delivery, Foreign,
     OpenMeta, Stream, ENDED_UNLOGGED,
 };
-use super::{is_connection, Batch, Effect, Out, Purpose, Streams, StreamsConfig};
+use super::{Streams, StreamsConfig};
 use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
 
 // === impl Streams ===

@@ -1,6 +1,7 @@
 //! Resuming a stream after `Last-Event-ID`: replay what came after it, then
 //! carry on live (here, or fed from the replica that serves it). A stream
-//! whose server is gone gets an error for each request it left unanswered.
+//! whose server is gone gets an error for each request it left unanswered;
+//! a resumed stream another replica serves is watched until it ends there.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -8,29 +9,14 @@ use std::sync::Arc;
 use mcpd_store::{StoreError, StoredEvent};
 use tokio::sync::oneshot;
 
+use super::effect::{Effect, Out, Purpose};
+use super::reply::ResumeError;
 use super::state::{
     first_hole, hole, lost, response_id, unknown_outcome, CancelRecord, Delivery, Foreign, Kind,
     OpenMeta, Stream, ENDED_UNLOGGED,
 };
-use super::{Effect, Out, Purpose, Streams};
+use super::Streams;
 use crate::stream::{event_id, parse_event_id, StreamItem, StreamReceiver, GET_STREAM};
-
-/// Why a `Last-Event-ID` cannot be resumed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ResumeError {
-    #[error("Last-Event-ID {0:?} is not an event id this server issued")]
-    Malformed(String),
-    #[error("Last-Event-ID {0:?} names no stream of this session (it ended or was dropped by retention); open a new GET stream without Last-Event-ID")]
-    Unknown(String),
-    #[error("Last-Event-ID {0:?} is too old: later events were dropped by retention or by the event log's byte bounds (store.bytes_*), so resuming would lose messages; open a new GET stream without Last-Event-ID")]
-    Expired(String),
-    #[error(
-        "Last-Event-ID {0:?} cannot be resumed: {1}; open a new GET stream without Last-Event-ID"
-    )]
-    Gap(String, String),
-    #[error("the event log is unavailable: {0}")]
-    Unavailable(String),
-}
 
 type Reply = oneshot::Sender<Result<StreamReceiver, ResumeError>>;
 
@@ -206,5 +192,54 @@ impl Streams {
             }
         }
         let _ = reply.send(Ok(rx));
+    }
+
+    /// The replica serving a resumed stream died: answer what it left
+    /// unanswered with an error, after delivering everything it logged.
+    pub fn owner_died(&mut self, stream: Arc<str>) {
+        self.effects.push(Effect::Read {
+            stream,
+            purpose: Purpose::FailForeign,
+            check_owner: false,
+        });
+    }
+
+    /// A resumed stream's server is alive: ask it again to wake this
+    /// replica, and read what it logged since.
+    pub fn retail(&mut self, stream: Arc<str>, owner: String) {
+        self.effects.push(Effect::Tail {
+            owner,
+            stream: stream.clone(),
+        });
+        self.pull(stream);
+    }
+
+    /// The replica serving a resumed stream no longer runs its requests:
+    /// deliver what it logged; what is still unanswered ends with an error.
+    pub fn owner_gone(&mut self, stream: &str) {
+        if let Some((key, _)) = self.map.get_key_value(stream) {
+            if self.is_foreign(stream) {
+                self.effects.push(Effect::Read {
+                    stream: key.clone(),
+                    purpose: Purpose::Ended,
+                    check_owner: false,
+                });
+            }
+        }
+    }
+
+    /// Resumed streams another replica serves, with that replica.
+    pub fn foreign_owners(&self) -> Vec<(Arc<str>, String)> {
+        self.map
+            .iter()
+            .filter_map(|(k, st)| st.foreign().map(|f| (k.clone(), f.owner.clone())))
+            .collect()
+    }
+
+    /// Whether `stream` is still served from another replica.
+    pub fn is_foreign(&self, stream: &str) -> bool {
+        self.map
+            .get(stream)
+            .is_some_and(|st| st.foreign().is_some())
     }
 }

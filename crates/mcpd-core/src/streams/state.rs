@@ -8,7 +8,7 @@ use mcpd_protocol::jsonrpc::error_response;
 use mcpd_protocol::{ErrorCode, ErrorObject, RequestId};
 use tokio::sync::oneshot;
 
-use super::PostReply;
+use super::reply::PostReply;
 use crate::stream::{channel, StreamSender};
 
 /// What a stream is for.

@@ -13,7 +13,7 @@ use mcpd_telemetry::Metrics;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::state::{CancelRecord, OpenMeta};
+use super::state::{to_bytes, CancelRecord, OpenMeta, GAP_RECORD};
 use super::*;
 use crate::stream::{event_id, StreamItem};
 

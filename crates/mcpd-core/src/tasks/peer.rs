@@ -15,6 +15,7 @@ use mcpd_store::TaskStore;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
+use super::clock::now_ms;
 use crate::context::{Peer, PeerError};
 
 pub(crate) struct TaskPeer {
@@ -76,10 +77,7 @@ impl Peer for TaskPeer {
         let (tx, rx) = oneshot::channel();
         self.waiters().insert(key.to_owned(), tx);
         let question = Bytes::from(json!({ "method": method, "params": params }).to_string());
-        let asked = self
-            .store
-            .ask(&self.id, key, question, super::now_ms())
-            .await;
+        let asked = self.store.ask(&self.id, key, question, now_ms()).await;
         match asked {
             Ok(Asked::Asked) => rx.await.map_err(|_| PeerError::Gone),
             Ok(Asked::KeyReused) => {

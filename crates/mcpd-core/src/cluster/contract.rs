@@ -1,0 +1,159 @@
+//! What a replica's view of the others must do, shared by both sides of
+//! [`super`]: the [`Cluster`] trait, the [`Control`] messages replicas send
+//! each other and the [`Inbox`] they arrive in. It imports neither
+//! implementation, so both can import it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use mcpd_protocol::jsonrpc::Response;
+use mcpd_protocol::{ErrorObject, RequestId};
+use mcpd_store::StoreError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One control message between replicas. `s` is the session id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Control {
+    /// The client cancelled a request that runs on the addressed replica.
+    Cancel { s: String, id: RequestId },
+    /// The client answered a question the addressed replica asked.
+    Answer {
+        s: String,
+        id: RequestId,
+        outcome: Result<Value, ErrorObject>,
+    },
+    /// The session was deleted: drop it, then acknowledge `ack` to `from`.
+    End { s: String, from: String, ack: u64 },
+    /// The session's record changed: reload it, then acknowledge `ack` to `from`.
+    Reload { s: String, from: String, ack: u64 },
+    /// A holder applied an `End` or `Reload`.
+    Ack { ack: u64 },
+    /// New events on `stream`, which the addressed replica delivers.
+    Wake { s: String, stream: String },
+    /// `reader` now delivers `stream` (a resumption there): wake it on appends.
+    Tail {
+        s: String,
+        stream: String,
+        reader: String,
+    },
+    /// The session's GET connection is now held by `to` (broadcast).
+    GetMoved { s: String, to: String },
+    /// The addressed replica follows `stream`, whose requests no longer run
+    /// on the sender (they ended, or it holds no such session).
+    Gone { s: String, stream: String },
+    /// Task `id`, which the addressed replica runs, was answered or
+    /// cancelled: read its record.
+    Task { id: String },
+}
+
+impl Control {
+    /// The session the message is about (`None` for an acknowledgement).
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Control::Cancel { s, .. }
+            | Control::Answer { s, .. }
+            | Control::End { s, .. }
+            | Control::Reload { s, .. }
+            | Control::Wake { s, .. }
+            | Control::Tail { s, .. }
+            | Control::GetMoved { s, .. }
+            | Control::Gone { s, .. } => Some(s),
+            Control::Ack { .. } | Control::Task { .. } => None,
+        }
+    }
+
+    pub fn to_bytes(&self) -> Bytes {
+        Bytes::from(serde_json::to_vec(self).unwrap_or_default())
+    }
+}
+
+/// Where a replica's incoming control messages go (the session table).
+pub trait Inbox: Send + Sync + 'static {
+    fn deliver(&self, msg: Control);
+}
+
+/// A replica's view of the others. Methods that return nothing do their
+/// work in the background.
+#[async_trait]
+pub trait Cluster: Send + Sync + 'static {
+    /// This replica's id (unique per process start).
+    fn replica(&self) -> &str;
+
+    /// Whether other replicas share the event log and sessions.
+    fn shared(&self) -> bool;
+
+    /// Starts handing incoming control messages to `inbox`. Call once,
+    /// inside an actix arbiter.
+    fn start(self: Arc<Self>, inbox: Arc<dyn Inbox>);
+
+    /// Sends `msg` to `to` (or every replica), in the background.
+    fn publish(&self, to: Option<&str>, msg: Control);
+
+    /// Records this replica as a holder of `session` (it has an actor).
+    async fn register_holder(&self, session: &str) -> Result<(), StoreError>;
+
+    /// The replicas holding an actor of `session`.
+    async fn holders(&self, session: &str) -> Vec<String>;
+
+    /// Tells `holders` that `session` ended and waits for them to drop it.
+    async fn end_everywhere(&self, session: &str, holders: Vec<String>);
+
+    /// Tells every holder of `session` to reload its record, and waits
+    /// until they have (a change is answered once every replica applies it).
+    async fn reload_everywhere(&self, session: &str);
+
+    /// A holder acknowledged an `End` or `Reload`.
+    fn acked(&self, ack: u64);
+
+    /// Records that this replica runs request `id` of `session`.
+    fn own(&self, session: &str, id: &RequestId);
+
+    /// Request `id` of `session` is over here.
+    fn disown(&self, session: &str, id: &RequestId);
+
+    /// The client cancelled request `id`, which does not run here: tell the
+    /// replica that runs it, if any.
+    fn cancel_elsewhere(&self, session: &str, id: RequestId);
+
+    /// The id of this replica's `n`th question to a client (the answer may
+    /// land on another replica, which must find its way back).
+    fn question_id(&self, n: i64) -> RequestId;
+
+    /// An answer to no question of this replica: hand it to the replica
+    /// that asked (`Ok`), or give it back when none did (`Err`).
+    fn route_answer(&self, session: &str, r: Response) -> Result<(), Response>;
+
+    /// Whether `replica` is alive (`None`: the store cannot tell now).
+    async fn is_alive(&self, replica: &str) -> Option<bool>;
+
+    /// This replica now holds `session`'s GET connection.
+    fn claim_get(&self, session: &str);
+
+    /// `replica` delivers `stream` of `session`, which grew.
+    fn wake(&self, session: &str, replica: &str, stream: &str);
+
+    /// The GET stream of `session` grew: wake whichever replica holds it.
+    fn wake_get_holder(&self, session: &str);
+
+    /// Ask `owner`, which serves `stream`, to wake this replica on appends.
+    fn tail(&self, session: &str, owner: &str, stream: &str);
+
+    /// Tell `reader`, which follows `stream`, that its requests no longer
+    /// run here.
+    fn gone(&self, session: &str, reader: &str, stream: &str) {
+        let msg = Control::Gone {
+            s: session.to_owned(),
+            stream: stream.to_owned(),
+        };
+        self.publish(Some(reader), msg);
+    }
+
+    /// A graceful exit, once the HTTP server stopped: the store work still
+    /// under way (appends, ownership removals) is finished, then this
+    /// replica is marked gone, so the others answer its unfinished requests
+    /// at once.
+    async fn retire(&self) {}
+}
