@@ -6,7 +6,7 @@
 # packages, pinned npm/PyPI packages) on first use.
 #
 # Usage: scripts/test.sh            (from anywhere)
-# Env:   MCPD_SKIP_LINT=1  skip cargo fmt --check and clippy
+# Env:   MCPD_SKIP_LINT=1  skip cargo fmt --check, the module-cycle check and clippy
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -44,6 +44,9 @@ command -v chromium >/dev/null || apt_install chromium
 if [ "${MCPD_SKIP_LINT:-0}" != 1 ]; then
   say "cargo fmt --check"
   if cargo fmt --all -- --check >"$LOGDIR/fmt.log" 2>&1; then count 1 0; echo "PASS fmt"; else count 0 1; echo "FAIL fmt: run cargo fmt --all"; cat "$LOGDIR/fmt.log" | head -20; fi
+  say "module cycles (scripts/check-module-cycles.py)"
+  if python3 "$ROOT/scripts/check-module-cycles.py" >"$LOGDIR/cycles.log" 2>&1; then count 1 0; echo "PASS module cycles"; else count 0 1; echo "FAIL module cycles (every edge's line in $LOGDIR/cycles.log)"; grep -E '^(cycle |module cycles)' "$LOGDIR/cycles.log" | head -40; fi
+  if python3 "$ROOT/scripts/check-module-cycles.py" --sizes >"$LOGDIR/sizes.log" 2>&1; then count 1 0; echo "PASS file sizes ($(tail -1 "$LOGDIR/sizes.log"))"; else count 0 1; echo "FAIL file sizes: no source file over 500 lines, median at most 160"; cat "$LOGDIR/sizes.log" | head -20; fi
   say "cargo clippy"
   if cargo clippy --workspace --all-targets -- -D warnings >"$LOGDIR/clippy.log" 2>&1; then count 1 0; echo "PASS clippy"; else count 0 1; echo "FAIL clippy"; grep -E '^(error|warning)' -A5 "$LOGDIR/clippy.log" | head -40; fi
 fi
