@@ -10,9 +10,9 @@ use actix::prelude::*;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc;
 use mcpd_protocol::methods::{self as m, meta};
-use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::types::{JsonObject, ListenResult, ResultType};
 use mcpd_protocol::RequestId;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::feed::{ChangeFeed, Changed, EndListen};
 use crate::registry::Change;
@@ -70,7 +70,10 @@ impl ListenFilter {
         if !self.uris.is_empty() {
             let mut uris: Vec<&String> = self.uris.iter().collect();
             uris.sort();
-            n.insert("resourceSubscriptions".into(), json!(uris));
+            n.insert(
+                "resourceSubscriptions".into(),
+                Value::Array(uris.into_iter().map(|u| Value::from(u.as_str())).collect()),
+            );
         }
         Value::Object(n)
     }
@@ -125,11 +128,15 @@ impl ListenActor {
         }
     }
 
+    /// `_meta` of everything this subscription sends: its id.
+    fn meta(&self) -> JsonObject {
+        let mut meta = JsonObject::new();
+        meta.insert(meta::SUBSCRIPTION_ID.into(), self.id.to_value());
+        meta
+    }
+
     fn send(&mut self, method: &str, mut params: JsonObject, ctx: &mut Context<Self>) {
-        params.insert(
-            "_meta".into(),
-            json!({ meta::SUBSCRIPTION_ID: self.id.to_value() }),
-        );
+        params.insert("_meta".into(), Value::Object(self.meta()));
         let data = Bytes::from(
             serde_json::to_vec(&jsonrpc::notification(method, Value::Object(params)))
                 .unwrap_or_default(),
@@ -182,10 +189,11 @@ impl Handler<EndListen> for ListenActor {
     fn handle(&mut self, _: EndListen, ctx: &mut Context<Self>) {
         // The listen request's result, then close: a client told this way
         // reconnects (to another replica) instead of treating it as an error.
-        let result = json!({ "resultType": "complete", "_meta": { meta::SUBSCRIPTION_ID: self.id.to_value() } });
-        let data = Bytes::from(
-            serde_json::to_vec(&jsonrpc::response(&self.id, result)).unwrap_or_default(),
-        );
+        let result = ListenResult {
+            result_type: ResultType::Complete,
+            meta: self.meta(),
+        };
+        let data = Bytes::from(jsonrpc::result_bytes(&self.id, &result));
         let _ = self.writer.try_send(StreamItem::Event {
             id: String::new(),
             data,

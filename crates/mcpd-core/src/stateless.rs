@@ -22,9 +22,9 @@ use std::sync::Arc;
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::methods::{self as m, meta};
-use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::types::{DiscoverResult, JsonObject};
 use mcpd_protocol::{ErrorCode, ErrorObject, Method};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::dispatch::McpServer;
 use crate::feed::ChangeFeed;
@@ -130,13 +130,15 @@ impl Stateless {
             ext.insert(m::TASKS_EXTENSION.into(), Value::Object(JsonObject::new()));
             caps.extensions = Some(ext);
         }
-        let mut result = json!({
-            "supportedVersions": mcpd_protocol::version::all_list(),
-            "capabilities": caps,
-        });
-        if let Some(i) = &self.server.instructions {
-            result["instructions"] = Value::from(i.clone());
-        }
+        let result = DiscoverResult {
+            supported_versions: mcpd_protocol::version::all_list()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            capabilities: caps,
+            instructions: self.server.instructions.clone(),
+        };
+        let result = serde_json::to_value(result).unwrap_or(Value::Null);
         self.decorate(Some(Method::ServerDiscover), Ok(result))
             .unwrap_or(Value::Null)
     }

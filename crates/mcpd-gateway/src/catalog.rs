@@ -10,11 +10,13 @@ use async_trait::async_trait;
 use mcpd_core::handler::{DynTool, PromptProvider, ResourceProvider, Tool, ToolError};
 use mcpd_core::{McpServer, RequestContext};
 use mcpd_protocol::types::{
-    CallToolResult, GetPromptResult, JsonObject, Prompt, Resource, ResourceContents,
-    ResourceTemplate, Tool as ToolDef,
+    CallToolResult, CompleteParams, CompleteResult, CompletionArgument, CompletionRef,
+    GetPromptParams, GetPromptResult, InitializeResult, JsonObject, ListParams, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, Tool as ToolDef, UriParams,
 };
 use mcpd_protocol::{methods, ErrorCode, ErrorObject};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::forward::Upstream;
 use crate::upstream::Event;
@@ -132,22 +134,77 @@ fn spawn_refresh(cat: Arc<Catalog>) {
     });
 }
 
+/// A list result, read page by page.
+trait ListPage: serde::de::DeserializeOwned {
+    type Item;
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
+}
+
+impl ListPage for ListToolsResult {
+    type Item = ToolDef;
+    fn into_parts(self) -> (Vec<ToolDef>, Option<String>) {
+        (self.tools, self.next_cursor)
+    }
+}
+
+impl ListPage for ListPromptsResult {
+    type Item = Prompt;
+    fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
+        (self.prompts, self.next_cursor)
+    }
+}
+
+impl ListPage for ListResourcesResult {
+    type Item = Resource;
+    fn into_parts(self) -> (Vec<Resource>, Option<String>) {
+        (self.resources, self.next_cursor)
+    }
+}
+
+impl ListPage for ListResourceTemplatesResult {
+    type Item = ResourceTemplate;
+    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
+        (self.resource_templates, self.next_cursor)
+    }
+}
+
+/// A typed value as request params.
+fn params_of(p: &impl serde::Serialize) -> Option<JsonObject> {
+    match serde_json::to_value(p) {
+        Ok(Value::Object(o)) => Some(o),
+        _ => None,
+    }
+}
+
+/// An upstream's answer, read as the result `method` has.
+fn read<T: serde::de::DeserializeOwned>(
+    up: &Upstream,
+    method: &str,
+    v: Value,
+) -> Result<T, ErrorObject> {
+    serde_json::from_value(v).map_err(|e| {
+        ErrorObject::internal(format!(
+            "upstream '{}' answered {method} with an unreadable result: {e}",
+            up.id()
+        ))
+    })
+}
+
 /// Every page of a list method.
-async fn all_pages(up: &Upstream, method: &str, field: &str) -> Result<Vec<Value>, ErrorObject> {
+async fn all_pages<P: ListPage>(up: &Upstream, method: &str) -> Result<Vec<P::Item>, ErrorObject> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..1000 {
-        let params = cursor.as_ref().map(|c| {
-            let mut p = JsonObject::new();
-            p.insert("cursor".into(), Value::from(c.clone()));
-            p
+        let params = cursor.take().and_then(|cursor| {
+            params_of(&ListParams {
+                cursor: Some(cursor),
+            })
         });
-        let page = up.call(method, params, None).await?;
-        if let Some(items) = page[field].as_array() {
-            out.extend(items.iter().cloned());
-        }
-        match page["nextCursor"].as_str() {
-            Some(c) if !c.is_empty() => cursor = Some(c.to_owned()),
+        let page: P = read(up, method, up.call(method, params, None).await?)?;
+        let (items, next) = page.into_parts();
+        out.extend(items);
+        match next {
+            Some(c) if !c.is_empty() => cursor = Some(c),
             _ => break,
         }
     }
@@ -159,38 +216,35 @@ impl Catalog {
         let Some(server) = self.server.upgrade() else {
             return Ok(());
         };
-        let init = self.up.handshake(None).await?;
-        let caps = &init["capabilities"];
-        let tools = if caps.get("tools").is_some() {
-            all_pages(&self.up, methods::TOOLS_LIST, "tools").await?
-        } else {
-            Vec::new()
+        let init: InitializeResult = read(
+            &self.up,
+            methods::INITIALIZE,
+            self.up.handshake(None).await?,
+        )?;
+        let caps = &init.capabilities;
+        let tools = match caps.tools {
+            Some(_) => all_pages::<ListToolsResult>(&self.up, methods::TOOLS_LIST).await?,
+            None => Vec::new(),
         };
-        let prompts = if caps.get("prompts").is_some() {
-            all_pages(&self.up, methods::PROMPTS_LIST, "prompts").await?
-        } else {
-            Vec::new()
+        let prompts = match caps.prompts {
+            Some(_) => all_pages::<ListPromptsResult>(&self.up, methods::PROMPTS_LIST).await?,
+            None => Vec::new(),
         };
-        let (resources, templates) = if caps.get("resources").is_some() {
-            (
-                all_pages(&self.up, methods::RESOURCES_LIST, "resources").await?,
-                all_pages(
+        let (resources, templates) = match caps.resources {
+            Some(_) => (
+                all_pages::<ListResourcesResult>(&self.up, methods::RESOURCES_LIST).await?,
+                all_pages::<ListResourceTemplatesResult>(
                     &self.up,
                     methods::RESOURCES_TEMPLATES_LIST,
-                    "resourceTemplates",
                 )
                 .await
                 .unwrap_or_default(),
-            )
-        } else {
-            (Vec::new(), Vec::new())
+            ),
+            None => (Vec::new(), Vec::new()),
         };
         let mut names = Vec::new();
         let mut defs: Vec<DynTool> = Vec::new();
-        for t in tools {
-            let Ok(mut def) = serde_json::from_value::<ToolDef>(t) else {
-                continue;
-            };
+        for mut def in tools {
             let original = def.name.clone();
             def.name = format!("{}{original}", self.prefix);
             names.push(def.name.clone());
@@ -210,20 +264,13 @@ impl Catalog {
         );
         lists.prompts = prompts
             .into_iter()
-            .filter_map(|p| serde_json::from_value::<Prompt>(p).ok())
             .map(|mut p| {
                 p.name = format!("{}{}", self.prefix, p.name);
                 p
             })
             .collect();
-        lists.resources = resources
-            .into_iter()
-            .filter_map(|r| serde_json::from_value(r).ok())
-            .collect();
-        lists.templates = templates
-            .into_iter()
-            .filter_map(|t| serde_json::from_value(t).ok())
-            .collect();
+        lists.resources = resources;
+        lists.templates = templates;
         let n = server.registry.notifier();
         if lists.prompts != old_prompts {
             n.prompts_list_changed();
@@ -294,42 +341,35 @@ impl PromptProvider for Prompts {
             .up
             .call(
                 methods::PROMPTS_GET,
-                json!({"name": original, "arguments": args})
-                    .as_object()
-                    .cloned(),
+                params_of(&GetPromptParams {
+                    name: original.to_owned(),
+                    arguments: Some(args.clone()),
+                }),
                 Some(ctx.clone()),
             )
             .await?;
-        serde_json::from_value(v).map_err(|e| {
-            ErrorObject::internal(format!(
-                "upstream '{}' answered prompts/get with an unreadable result: {e}",
-                self.0.up.id()
-            ))
-        })
+        read(&self.0.up, methods::PROMPTS_GET, v)
     }
 
     async fn complete(&self, name: &str, argument: &str, value: &str) -> Vec<String> {
         let original = name.strip_prefix(&self.0.prefix).unwrap_or(name);
-        let params = json!({"ref": {"type": "ref/prompt", "name": original},
-                            "argument": {"name": argument, "value": value}});
-        match self
-            .0
-            .up
-            .call(
-                methods::COMPLETION_COMPLETE,
-                params.as_object().cloned(),
-                None,
-            )
+        let params = CompleteParams {
+            reference: CompletionRef::Prompt {
+                name: original.to_owned(),
+            },
+            argument: CompletionArgument {
+                name: argument.to_owned(),
+                value: value.to_owned(),
+            },
+            context: None,
+        };
+        let up = &self.0.up;
+        let answer = up
+            .call(methods::COMPLETION_COMPLETE, params_of(&params), None)
             .await
-        {
-            Ok(v) => v["completion"]["values"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            .and_then(|v| read::<CompleteResult>(up, methods::COMPLETION_COMPLETE, v));
+        match answer {
+            Ok(r) => r.completion.values,
             Err(_) => Vec::new(),
         }
     }
@@ -377,16 +417,15 @@ impl ResourceProvider for Resources {
             .up
             .call(
                 methods::RESOURCES_READ,
-                json!({"uri": uri}).as_object().cloned(),
+                params_of(&UriParams {
+                    uri: uri.to_owned(),
+                }),
                 Some(ctx.clone()),
             )
             .await
         {
-            Ok(v) => serde_json::from_value(v["contents"].clone())
-                .map(Some)
-                .map_err(|e| {
-                    ErrorObject::internal(format!("unreadable resources/read result: {e}"))
-                }),
+            Ok(v) => read::<ReadResourceResult>(&self.0.up, methods::RESOURCES_READ, v)
+                .map(|r| Some(r.contents)),
             // Not this upstream's: let the next provider try.
             Err(e)
                 if !listed

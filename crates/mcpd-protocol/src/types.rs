@@ -7,7 +7,9 @@
 //! `mcpd_protocol::types::X`: `initialize` (capabilities and the handshake),
 //! `content` (content blocks, resource contents, roles), `tools`, `resources`,
 //! `prompts`, `completion`, `logging`, `progress` (progress and cancellation),
-//! `client_requests` (elicitation, sampling, roots), and `json` (the
+//! `client_requests` (elicitation, sampling, roots), `stateless` (what
+//! 2026-07-28 adds: `resultType`, `InputRequiredResult`, `server/discover`,
+//! listen), `tasks` (the Tasks extension's records), and `json` (the
 //! [`JsonObject`] alias they share, a leaf so no topic file imports this one).
 //! Params parsing stays here.
 
@@ -23,6 +25,8 @@ mod logging;
 mod progress;
 mod prompts;
 mod resources;
+mod stateless;
+mod tasks;
 mod tools;
 
 pub use client_requests::{
@@ -47,6 +51,10 @@ pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
     ResourceTemplate, UriParams,
 };
+pub use stateless::{
+    DiscoverResult, EmptyResult, InputRequest, InputRequiredResult, ListenResult, ResultType,
+};
+pub use tasks::{CreateTaskResult, DetailedTask, Task, TaskStatus};
 pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
 
 /// `params` of every paginated list request.

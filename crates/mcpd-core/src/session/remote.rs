@@ -6,6 +6,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc;
 use mcpd_protocol::methods as m;
+use mcpd_protocol::types::UriParams;
 
 use super::{empty, SessionActor, SessionRecord};
 use crate::cluster::Control;
@@ -118,10 +119,8 @@ impl Handler<Changed> for SessionActor {
                 if !self.record.subscriptions.contains(&uri) {
                     return;
                 }
-                jsonrpc::notification(
-                    m::NOTIFICATION_RESOURCE_UPDATED,
-                    serde_json::json!({ "uri": uri }),
-                )
+                let params = serde_json::to_value(UriParams { uri }).unwrap_or_default();
+                jsonrpc::notification(m::NOTIFICATION_RESOURCE_UPDATED, params)
             }
         };
         let target = self.streams.unsolicited();

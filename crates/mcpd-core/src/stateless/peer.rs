@@ -1,6 +1,7 @@
 //! The stateless era's [`Peer`]: progress and logs straight to the
 //! response stream, questions recorded for an `input_required` answer.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,8 +10,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::{self};
 use mcpd_protocol::methods::{self as m};
-use mcpd_protocol::types::{JsonObject, LoggingLevel, LoggingMessageParams};
-use serde_json::{json, Value};
+use mcpd_protocol::types::{InputRequest, JsonObject, LoggingLevel, LoggingMessageParams};
+use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::Stateless;
@@ -26,7 +27,7 @@ pub(super) fn to_bytes(v: &Value) -> Bytes {
 #[derive(Default)]
 pub(super) struct MrtrState {
     /// `inputRequests`: key → `{method, params}`.
-    pub(super) inputs: JsonObject,
+    pub(super) inputs: BTreeMap<String, InputRequest>,
     /// `requiredCapabilities` the request lacks.
     pub(super) missing: JsonObject,
     /// A method that may not answer `input_required` asked anyway.
@@ -160,10 +161,8 @@ impl Peer for StatelessPeer {
         let may_ask = self.may_ask;
         self.mrtr.update(|s| {
             if may_ask {
-                s.inputs.insert(
-                    key.to_owned(),
-                    json!({ "method": method, "params": params }),
-                );
+                s.inputs
+                    .insert(key.to_owned(), InputRequest::new(method, params));
             } else {
                 s.misplaced = true;
             }
@@ -233,10 +232,8 @@ impl Peer for StatelessPeer {
     ) -> PeerError {
         // Ask again rather than fail: the client may answer properly.
         self.mrtr.update(|s| {
-            s.inputs.insert(
-                key.to_owned(),
-                json!({ "method": method, "params": params }),
-            );
+            s.inputs
+                .insert(key.to_owned(), InputRequest::new(method, params));
             s.invalid.push(key.to_owned());
         });
         self.park().await

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::{self, Request};
-use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::types::{InputRequiredResult, JsonObject};
 use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -230,8 +230,7 @@ impl Stateless {
 
     /// The decorated `CreateTaskResult` of a task just created.
     pub(super) fn task_created(&self, tasks: &Tasks, running: &Running) -> Value {
-        let mut created = tasks.created(running);
-        created["resultType"] = Value::from("task");
+        let created = serde_json::to_value(tasks.created(running)).unwrap_or(Value::Null);
         self.decorate(None, Ok(created)).unwrap_or(Value::Null)
     }
 
@@ -337,11 +336,10 @@ impl Stateless {
                 "the handler asked the client for input in a method that cannot ask",
             ));
         }
-        Ok(json!({
-            "resultType": "input_required",
-            "inputRequests": state.inputs,
-            "requestState": self.keys.seal(&answers, binding),
-        }))
+        let result =
+            InputRequiredResult::new(state.inputs.clone(), self.keys.seal(&answers, binding));
+        serde_json::to_value(result)
+            .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
     }
 }
 

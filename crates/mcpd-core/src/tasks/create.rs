@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use mcpd_protocol::types::CreateTaskResult;
 use mcpd_protocol::{ErrorCode, ErrorObject};
 use mcpd_store::tasks::{NewTask, TaskRecord};
-use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::clock::{millis, now_ms};
@@ -101,10 +101,10 @@ impl Tasks {
         Ok(running)
     }
 
-    /// The `CreateTaskResult` of a task just created (before `resultType`
-    /// and `_meta`, which the stateless era adds).
-    pub(crate) fn created(&self, running: &Running) -> Value {
-        wire::task(&TaskRecord::new(running.task.clone()))
+    /// The `CreateTaskResult` of a task just created (before `_meta`,
+    /// which the stateless era adds).
+    pub(crate) fn created(&self, running: &Running) -> CreateTaskResult {
+        wire::created(&TaskRecord::new(running.task.clone()))
     }
 }
 

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use mcpd_protocol::types::LoggingLevel;
+use mcpd_protocol::types::{InputRequest, LoggingLevel};
 use mcpd_store::tasks::Asked;
 use mcpd_store::TaskStore;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::clock::now_ms;
@@ -76,7 +76,8 @@ impl Peer for TaskPeer {
         // Waiting before asking: an answer can never arrive unheard.
         let (tx, rx) = oneshot::channel();
         self.waiters().insert(key.to_owned(), tx);
-        let question = Bytes::from(json!({ "method": method, "params": params }).to_string());
+        let question = InputRequest::new(method, params);
+        let question = Bytes::from(serde_json::to_vec(&question).unwrap_or_default());
         let asked = self.store.ask(&self.id, key, question, now_ms()).await;
         match asked {
             Ok(Asked::Asked) => rx.await.map_err(|_| PeerError::Gone),

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use mcpd_protocol::methods::{self as m};
-use mcpd_protocol::types::{CreateMessageResult, ElicitResult, JsonObject, ListRootsResult};
+use mcpd_protocol::types::{
+    CreateMessageResult, ElicitResult, EmptyResult, JsonObject, ListRootsResult,
+};
 use mcpd_protocol::{ErrorObject, Method};
 use mcpd_store::tasks::{Answered, CancelAsked, TaskRecord};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::clock::now_ms;
 use super::{unavailable, wire, Tasks};
@@ -29,7 +31,7 @@ impl Tasks {
         let id = task_id(params)?;
         let rec = self.visible(id, caller).await?;
         match method {
-            Method::TasksGet => Ok(wire::detailed(&rec)),
+            Method::TasksGet => to_json(&wire::detailed(&rec)),
             Method::TasksUpdate => self.update(&rec, params).await,
             Method::TasksCancel => self.cancel(&rec).await,
             other => Err(ErrorObject::internal(format!(
@@ -103,7 +105,7 @@ impl Tasks {
                 _ => {}
             }
         }
-        Ok(json!({}))
+        to_json(&EmptyResult {})
     }
 
     async fn cancel(self: &Arc<Self>, rec: &TaskRecord) -> Result<Value, ErrorObject> {
@@ -121,7 +123,7 @@ impl Tasks {
                 self.nudge(&runner, &rec.task.id);
             }
         }
-        Ok(json!({}))
+        to_json(&EmptyResult {})
     }
 
     /// Tells the runner of `id` to read its record again.
@@ -169,4 +171,9 @@ fn check_answer(key: &str, question: &Bytes, answer: &Value) -> Result<(), Error
             "inputResponses[\"{key}\"] is not a valid {method} result: {e}"
         ))
     })
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(v)
+        .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
 }

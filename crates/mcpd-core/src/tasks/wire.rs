@@ -1,8 +1,14 @@
 //! Task records as the extension's JSON: the flat `Task` of a
 //! `CreateTaskResult`, and the `DetailedTask` of `tasks/get`.
 
+use std::collections::BTreeMap;
+
+use mcpd_protocol::types::{
+    CallToolResult, CreateTaskResult, DetailedTask, InputRequest, ResultType, Task, TaskStatus,
+};
+use mcpd_protocol::{ErrorCode, ErrorObject};
 use mcpd_store::tasks::{TaskRecord, TaskState};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 /// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS.sssZ` (UTC).
 pub fn iso8601(ms: u64) -> String {
@@ -27,58 +33,84 @@ pub fn iso8601(ms: u64) -> String {
     )
 }
 
-/// The `Task` fields of a record.
-pub fn task(r: &TaskRecord) -> Value {
-    let mut t = json!({
-        "taskId": r.task.id,
-        "status": r.state.as_str(),
-        "createdAt": iso8601(r.task.created_ms),
-        "lastUpdatedAt": iso8601(r.updated_ms.max(r.task.created_ms)),
-        "ttlMs": r.task.ttl_ms,
-        "pollIntervalMs": r.task.poll_ms,
-    });
-    if let Some(m) = &r.message {
-        t["statusMessage"] = Value::from(m.clone());
+/// A record's status on the wire.
+fn status(state: TaskState) -> TaskStatus {
+    match state {
+        TaskState::Working => TaskStatus::Working,
+        TaskState::InputRequired => TaskStatus::InputRequired,
+        TaskState::Completed => TaskStatus::Completed,
+        TaskState::Failed => TaskStatus::Failed,
+        TaskState::Cancelled => TaskStatus::Cancelled,
     }
-    t
+}
+
+/// The `Task` fields of a record.
+pub fn task(r: &TaskRecord) -> Task {
+    Task {
+        task_id: r.task.id.clone(),
+        status: status(r.state),
+        status_message: r.message.clone(),
+        created_at: iso8601(r.task.created_ms),
+        last_updated_at: iso8601(r.updated_ms.max(r.task.created_ms)),
+        ttl_ms: r.task.ttl_ms,
+        poll_interval_ms: r.task.poll_ms,
+    }
+}
+
+/// The `CreateTaskResult` of a task just created.
+pub fn created(r: &TaskRecord) -> CreateTaskResult {
+    CreateTaskResult {
+        result_type: ResultType::Task,
+        task: task(r),
+    }
 }
 
 /// `tasks/get`: the task, plus what its status carries.
-pub fn detailed(r: &TaskRecord) -> Value {
-    let mut t = task(r);
+pub fn detailed(r: &TaskRecord) -> DetailedTask {
     let parsed = || {
         r.outcome
             .as_ref()
             .and_then(|b| serde_json::from_slice::<Value>(b).ok())
     };
+    let mut t = DetailedTask {
+        task: task(r),
+        input_requests: None,
+        result: None,
+        error: None,
+    };
     match r.state {
         TaskState::InputRequired => {
-            let requests: Map<String, Value> = r
+            let requests: BTreeMap<String, InputRequest> = r
                 .questions
                 .iter()
-                .map(|(k, q)| {
-                    let q = serde_json::from_slice(q).unwrap_or(Value::Null);
-                    (k.clone(), q)
-                })
+                .filter_map(|(k, q)| Some((k.clone(), serde_json::from_slice(q).ok()?)))
                 .collect();
-            t["inputRequests"] = Value::Object(requests);
+            t.input_requests = Some(requests);
         }
         TaskState::Completed => {
-            let mut result = parsed().unwrap_or_else(|| json!({ "content": [] }));
+            // A result recorded without one (it cannot be read) is empty.
+            let mut result = parsed().unwrap_or_else(|| {
+                serde_json::to_value(CallToolResult::default()).unwrap_or(Value::Null)
+            });
             if let Value::Object(o) = &mut result {
                 o.entry("resultType")
-                    .or_insert_with(|| Value::from("complete"));
+                    .or_insert_with(|| to_value(ResultType::Complete));
             }
-            t["result"] = result;
+            t.result = Some(result);
         }
         TaskState::Failed => {
-            t["error"] = parsed().unwrap_or_else(
-                || json!({ "code": -32603, "message": r.message.clone().unwrap_or_default() }),
-            );
+            t.error = Some(parsed().unwrap_or_else(|| {
+                let message = r.message.clone().unwrap_or_default();
+                to_value(ErrorObject::new(ErrorCode::INTERNAL_ERROR, message))
+            }));
         }
         TaskState::Working | TaskState::Cancelled => {}
     }
     t
+}
+
+fn to_value(v: impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

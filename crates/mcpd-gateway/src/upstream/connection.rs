@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc::{Message, Notification};
+use mcpd_protocol::types::InitializeResult;
 use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use serde_json::Value;
 
@@ -50,7 +51,10 @@ impl UpstreamActor {
             methods::NOTIFICATION_INITIALIZED,
             None,
         )));
-        tracing::info!(upstream = self.id(), server = %init["serverInfo"]["name"], "upstream connected");
+        let server = serde_json::from_value::<InitializeResult>(init.clone())
+            .map(|r| r.server_info.name)
+            .unwrap_or_default();
+        tracing::info!(upstream = self.id(), server = ?server, "upstream connected");
         for h in self.routes.take_handshakes() {
             let _ = h.send(Ok(init.clone()));
         }

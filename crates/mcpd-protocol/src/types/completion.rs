@@ -23,7 +23,7 @@ pub struct CompleteParams {
     #[serde(rename = "ref")]
     pub reference: CompletionRef,
     pub argument: CompletionArgument,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
 }
 
