@@ -270,6 +270,15 @@ pub(crate) async fn post(h: &SessionHandle, messages: Vec<Value>) -> PostReply {
         .expect("the session takes the POST")
 }
 
+/// Polls `done` until it holds (at most five seconds).
+pub(crate) async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// The JSON body of a reply answered without streaming.
 pub(crate) fn json_body(reply: PostReply) -> Value {
     match reply {

@@ -34,6 +34,10 @@ impl RecordingCluster {
             answers: Mutex::default(),
         })
     }
+
+    pub fn published(&self) -> Vec<(Option<String>, Value)> {
+        self.published.lock().unwrap().clone()
+    }
 }
 
 #[async_trait]
