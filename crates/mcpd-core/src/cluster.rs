@@ -12,6 +12,8 @@
 mod contract;
 mod local;
 mod shared;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

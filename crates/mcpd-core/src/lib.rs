@@ -46,6 +46,8 @@ pub mod stats;
 pub mod stream;
 pub mod streams;
 pub mod tasks;
+#[cfg(test)]
+mod testing;
 
 pub use caller::Caller;
 pub use context::RequestContext;

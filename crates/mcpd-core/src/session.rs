@@ -22,6 +22,8 @@ mod record;
 mod remote;
 mod requests;
 mod saving;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

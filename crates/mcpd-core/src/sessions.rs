@@ -5,6 +5,8 @@
 
 mod handle;
 mod inbox;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

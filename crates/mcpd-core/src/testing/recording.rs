@@ -1,0 +1,105 @@
+//! A cluster for tests: the local one, with what it is asked to tell other
+//! replicas written down for the test to read.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcpd_protocol::jsonrpc::Response;
+use mcpd_protocol::RequestId;
+use mcpd_store::StoreError;
+use serde_json::Value;
+
+use crate::cluster::{Cluster, Control, Inbox, Local};
+
+/// The local cluster, with what it is asked to tell other replicas
+/// written down: a replica that shares nothing, whose messages to others
+/// the tests read.
+pub(crate) struct RecordingCluster {
+    local: Local,
+    /// Messages published, with their addressee (`None`: every replica),
+    /// as the JSON they travel as.
+    pub published: Mutex<Vec<(Option<String>, Value)>>,
+    /// `cancel_elsewhere` calls: (session, request id).
+    pub cancels: Mutex<Vec<(String, RequestId)>>,
+    /// Answers handed to `route_answer`: (session, response).
+    pub answers: Mutex<Vec<(String, Response)>>,
+}
+
+impl RecordingCluster {
+    pub fn new(replica: &str) -> Arc<Self> {
+        Arc::new(Self {
+            local: Local::new(replica),
+            published: Mutex::default(),
+            cancels: Mutex::default(),
+            answers: Mutex::default(),
+        })
+    }
+
+    pub fn published(&self) -> Vec<(Option<String>, Value)> {
+        self.published.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Cluster for RecordingCluster {
+    fn replica(&self) -> &str {
+        self.local.replica()
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+
+    fn start(self: Arc<Self>, _inbox: Arc<dyn Inbox>) {}
+
+    fn publish(&self, to: Option<&str>, msg: Control) {
+        let wire = serde_json::from_slice(&msg.to_bytes()).expect("a control message is JSON");
+        self.published
+            .lock()
+            .unwrap()
+            .push((to.map(str::to_owned), wire));
+    }
+
+    async fn register_holder(&self, session: &str) -> Result<(), StoreError> {
+        self.local.register_holder(session).await
+    }
+
+    async fn holders(&self, session: &str) -> Vec<String> {
+        self.local.holders(session).await
+    }
+
+    async fn end_everywhere(&self, _session: &str, _holders: Vec<String>) {}
+
+    async fn reload_everywhere(&self, _session: &str) {}
+
+    fn acked(&self, _ack: u64) {}
+
+    fn own(&self, _session: &str, _id: &RequestId) {}
+
+    fn disown(&self, _session: &str, _id: &RequestId) {}
+
+    fn cancel_elsewhere(&self, session: &str, id: RequestId) {
+        self.cancels.lock().unwrap().push((session.to_owned(), id));
+    }
+
+    fn question_id(&self, n: i64) -> RequestId {
+        self.local.question_id(n)
+    }
+
+    fn route_answer(&self, session: &str, r: Response) -> Result<(), Response> {
+        self.answers.lock().unwrap().push((session.to_owned(), r));
+        Ok(())
+    }
+
+    async fn is_alive(&self, replica: &str) -> Option<bool> {
+        self.local.is_alive(replica).await
+    }
+
+    fn claim_get(&self, _session: &str) {}
+
+    fn wake(&self, _session: &str, _replica: &str, _stream: &str) {}
+
+    fn wake_get_holder(&self, _session: &str) {}
+
+    fn tail(&self, _session: &str, _owner: &str, _stream: &str) {}
+}
