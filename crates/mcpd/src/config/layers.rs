@@ -70,7 +70,11 @@ fn unknown_variable(name: &str, shape: &Table) -> String {
             keys.keys()
                 .map(move |k| format!("MCPD_{s}_{k}").to_ascii_uppercase())
         })
-        .min_by_key(|candidate| edit_distance(name, candidate));
+        .map(|candidate| (edit_distance(name, &candidate), candidate))
+        .min()
+        // A suggestion only when it is a likely typo: a few letters off.
+        .filter(|(distance, _)| *distance <= 3.max(name.len() / 5))
+        .map(|(_, candidate)| candidate);
     match nearest {
         Some(n) => format!("environment variable {name} names no configuration key and is ignored; did you mean {n}?"),
         None => format!("environment variable {name} names no configuration key and is ignored"),
@@ -159,10 +163,17 @@ mod tests {
             ("MCPD_SERVR_LISTEN", "5"),
             ("MCPD_RATELIMIT_SESSIONS_PER_MINUTE", "1"),
             ("MCPD_UPSTREAM_ID", "x"),
+            ("MCPD_BIN", "/usr/bin/mcpd"),
             ("MCPD_SERVER_LISTEN", "127.0.0.1:1"),
             ("PATH", "/bin"),
         ]);
-        assert_eq!(w.len(), 3, "{w:?}");
+        assert_eq!(w.len(), 4, "{w:?}");
+        // Nothing is close to it: warned about, with no wild guess.
+        assert!(
+            w[3].ends_with("MCPD_BIN names no configuration key and is ignored"),
+            "{}",
+            w[3]
+        );
         assert!(
             w[0].contains("MCPD_SERVR_LISTEN")
                 && w[0].ends_with("did you mean MCPD_SERVER_LISTEN?"),
