@@ -281,7 +281,7 @@ impl Stateless {
     }
 
     /// Answers from the sealed `requestState` plus this round's `inputResponses`.
-    fn collect_answers(
+    pub(super) fn collect_answers(
         &self,
         params: Option<&JsonObject>,
         binding: &str,
@@ -312,7 +312,7 @@ impl Stateless {
     }
 
     /// The handler asked for something the client must supply first.
-    fn interrupted(
+    pub(super) fn interrupted(
         &self,
         mrtr: &Mrtr,
         mut answers: JsonObject,
@@ -348,7 +348,7 @@ impl Stateless {
 /// What a stateless request is bound to: its method, target and arguments.
 /// What a sealed `requestState` is bound to: the request's target and
 /// arguments, and the principal (so one user's state is useless to another).
-fn binding(req: &Request, caller: &Caller) -> String {
+pub(super) fn binding(req: &Request, caller: &Caller) -> String {
     let p = req.params.as_ref();
     let get = |k: &str| {
         p.and_then(|p| p.get(k))
