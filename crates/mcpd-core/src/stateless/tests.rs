@@ -466,6 +466,19 @@ fn a_retry_of_the_same_call_has_the_same_binding() {
     assert_eq!(binding(&first, &alice()), binding(&retry, &alice()));
 }
 
+/// A call routed to an upstream (`server_id`) is a request to that
+/// upstream: a state minted there should not open for the same call to
+/// another upstream (§6: bind the originating request).
+#[test]
+#[ignore = "bug: binding() leaves out server_id, so a state sealed for one upstream's call opens for the same call to another (#32)"]
+fn a_call_to_another_upstream_gives_another_binding() {
+    let mut prod = call(1, json!({"name": "deploy", "arguments": {}}));
+    prod.server_id = Some("prod".into());
+    let mut staging = prod.clone();
+    staging.server_id = Some("staging".into());
+    assert_ne!(binding(&prod, &alice()), binding(&staging, &alice()));
+}
+
 // === collect_answers and interrupted: one MRTR round trip ===
 
 fn refused(s: &Stateless, reason: &str) -> u64 {
