@@ -191,9 +191,37 @@ impl KeyRing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A token in [`KeyRing::seal`]'s format whose plaintext is `body`,
+    /// sealed with `key` named `id` for `binding`: lets a test make the
+    /// states `seal` never makes (expired ones, bodies that are not a state).
+    pub(crate) fn sealed_raw(id: &str, key: [u8; 32], body: &[u8], binding: &str) -> String {
+        let cipher = ChaCha20Poly1305::new(Key::from_slice(&key));
+        let nonce = [1u8; 12];
+        let payload = Payload {
+            msg: body,
+            aad: binding.as_bytes(),
+        };
+        let ct = cipher.encrypt(Nonce::from_slice(&nonce), payload).unwrap();
+        let mut raw = nonce.to_vec();
+        raw.extend_from_slice(&ct);
+        format!("v1.{id}.{}", URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// A state that expired at `exp` (seconds since the epoch).
+    pub(crate) fn sealed_until(
+        id: &str,
+        key: [u8; 32],
+        answers: &JsonObject,
+        binding: &str,
+        exp: u64,
+    ) -> String {
+        let body = json!({"answers": answers, "exp": exp}).to_string();
+        sealed_raw(id, key, body.as_bytes(), binding)
+    }
 
     fn answers() -> JsonObject {
         json!({"user_name": {"action": "accept", "content": {"name": "Alice"}}})
@@ -239,5 +267,109 @@ mod tests {
         let t = ring.seal(&answers(), "m");
         std::thread::sleep(Duration::from_millis(1100));
         assert_eq!(ring.open(&t, "m"), Err(SealError::Expired));
+    }
+
+    /// The token format is `v1.<key id>.<base64url(nonce ‖ ciphertext)>`:
+    /// anything else is refused before any decryption, by reason.
+    #[test]
+    fn tokens_not_in_the_format_are_refused_by_reason() {
+        let ring = KeyRing::new(vec![("k1".into(), [1; 32])], Duration::from_secs(60));
+        let table = [
+            ("", SealError::Malformed),
+            ("v1", SealError::Malformed),
+            ("v1.k1", SealError::Malformed),
+            (
+                "v2.k1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                SealError::Malformed,
+            ),
+            (
+                "v1.k9.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                SealError::UnknownKey("k9".into()),
+            ),
+            ("v1.k1.not*base64", SealError::Forged),
+            // Shorter than a nonce.
+            ("v1.k1.AAAA", SealError::Forged),
+            // A nonce and no tag.
+            ("v1.k1.AAAAAAAAAAAAAAAA", SealError::Forged),
+        ];
+        for (token, want) in table {
+            assert_eq!(ring.open(token, "m"), Err(want), "{token:?}");
+        }
+    }
+
+    /// Changing any character of the sealed part (nonce, ciphertext or
+    /// tag) is detected.
+    #[test]
+    fn a_change_anywhere_in_the_sealed_part_is_refused() {
+        let ring = KeyRing::new(vec![("k1".into(), [1; 32])], Duration::from_secs(60));
+        let token = ring.seal(&answers(), "m");
+        let start = "v1.k1.".len();
+        for i in start..token.len() {
+            let mut t = token.clone().into_bytes();
+            t[i] = if t[i] == b'A' { b'B' } else { b'A' };
+            let t = String::from_utf8(t).unwrap();
+            assert_eq!(ring.open(&t, "m"), Err(SealError::Forged), "char {i}");
+        }
+        assert_eq!(ring.open(&token, "m").unwrap(), answers());
+    }
+
+    /// Expiry is checked on the sealed `exp`, without waiting: a state
+    /// past it is refused, one before it opens.
+    #[test]
+    fn a_state_past_its_expiry_is_refused() {
+        let ring = KeyRing::new(vec![("k1".into(), [1; 32])], Duration::from_secs(60));
+        let past = sealed_until("k1", [1; 32], &answers(), "m", now() - 1);
+        assert_eq!(ring.open(&past, "m"), Err(SealError::Expired));
+        let future = sealed_until("k1", [1; 32], &answers(), "m", now() + 60);
+        assert_eq!(ring.open(&future, "m").unwrap(), answers());
+    }
+
+    /// A body that authenticates but is not a state is malformed, not
+    /// trusted.
+    #[test]
+    fn an_authentic_body_that_is_not_a_state_is_malformed() {
+        let ring = KeyRing::new(vec![("k1".into(), [1; 32])], Duration::from_secs(60));
+        for body in [
+            &b"not json"[..],
+            br#"{"answers": {}}"#,
+            br#"{"exp": 99999999999}"#,
+        ] {
+            let t = sealed_raw("k1", [1; 32], body, "m");
+            assert_eq!(ring.open(&t, "m"), Err(SealError::Malformed), "{body:?}");
+        }
+    }
+
+    /// `replace` rotates the keys of every clone of a ring (the reloaded
+    /// configuration reaches every holder); an empty list keeps them.
+    #[test]
+    fn replacing_keys_reaches_every_clone() {
+        let ring = KeyRing::new(vec![("a".into(), [1; 32])], Duration::from_secs(60));
+        let clone = ring.clone();
+        let old = clone.seal(&answers(), "m");
+        ring.replace(vec![]);
+        assert_eq!(clone.key_ids(), ["a"]);
+        ring.replace(vec![("b".into(), [2; 32]), ("a".into(), [1; 32])]);
+        assert_eq!(clone.key_ids(), ["b", "a"]);
+        assert!(clone.seal(&answers(), "m").starts_with("v1.b."));
+        assert_eq!(clone.open(&old, "m").unwrap(), answers());
+        ring.replace(vec![("c".into(), [3; 32])]);
+        assert_eq!(
+            clone.open(&old, "m"),
+            Err(SealError::UnknownKey("a".into()))
+        );
+    }
+
+    /// The reasons are the labels of `mcpd_request_state_refused_total`.
+    #[test]
+    fn each_refusal_has_its_metric_label() {
+        let table = [
+            (SealError::Malformed, "malformed"),
+            (SealError::UnknownKey("k".into()), "unknown_key"),
+            (SealError::Forged, "altered"),
+            (SealError::Expired, "expired"),
+        ];
+        for (e, label) in table {
+            assert_eq!(e.reason(), label, "{e:?}");
+        }
     }
 }

@@ -40,6 +40,8 @@ mod entry;
 mod envelope;
 mod peer;
 mod run;
+#[cfg(test)]
+mod tests;
 
 pub use answer::Answer;
 pub use envelope::ModernMeta;

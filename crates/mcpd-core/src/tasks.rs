@@ -27,6 +27,8 @@ mod outcome;
 mod peer;
 mod runner;
 mod serve;
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use std::collections::HashMap;

@@ -280,7 +280,7 @@ impl Stateless {
     }
 
     /// Answers from the sealed `requestState` plus this round's `inputResponses`.
-    fn collect_answers(
+    pub(super) fn collect_answers(
         &self,
         params: Option<&JsonObject>,
         binding: &str,
@@ -311,7 +311,7 @@ impl Stateless {
     }
 
     /// The handler asked for something the client must supply first.
-    fn interrupted(
+    pub(super) fn interrupted(
         &self,
         mrtr: &Mrtr,
         mut answers: JsonObject,
@@ -343,10 +343,10 @@ impl Stateless {
     }
 }
 
-/// What a stateless request is bound to: its method, target and arguments.
-/// What a sealed `requestState` is bound to: the request's target and
-/// arguments, and the principal (so one user's state is useless to another).
-fn binding(req: &Request, caller: &Caller) -> String {
+/// What a sealed `requestState` is bound to: the request's method, target,
+/// arguments and upstream (`server_id`), and the principal (so one user's
+/// state is useless to another, and one upstream's to another).
+pub(super) fn binding(req: &Request, caller: &Caller) -> String {
     let p = req.params.as_ref();
     let get = |k: &str| {
         p.and_then(|p| p.get(k))
@@ -354,11 +354,12 @@ fn binding(req: &Request, caller: &Caller) -> String {
             .unwrap_or_default()
     };
     format!(
-        "{}\n{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}\n{}",
         req.method,
         get("name"),
         get("uri"),
         get("arguments"),
+        req.server_id.as_deref().unwrap_or(""),
         caller.principal.as_deref().unwrap_or("")
     )
 }

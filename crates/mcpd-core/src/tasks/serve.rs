@@ -177,3 +177,107 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(v)
         .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn question(method: &str) -> Bytes {
+        Bytes::from(json!({"method": method, "params": {}}).to_string())
+    }
+
+    /// Answers are `ElicitResult`, `CreateMessageResult` or
+    /// `ListRootsResult` by the question's method (tasks extension §6
+    /// rule 38); a malformed value for an outstanding key is `-32602`
+    /// (§5.2 rule 33) naming the key and the method.
+    #[test]
+    fn an_answer_must_fit_its_questions_method() {
+        let text = json!({"type": "text", "text": "hi"});
+        let table: &[(&str, Value, bool)] = &[
+            (
+                m::ELICITATION_CREATE,
+                json!({"action": "accept", "content": {"name": "Luca"}}),
+                true,
+            ),
+            (m::ELICITATION_CREATE, json!({"action": "decline"}), true),
+            (m::ELICITATION_CREATE, json!({"action": "cancel"}), true),
+            (m::ELICITATION_CREATE, json!({"action": "maybe"}), false),
+            (
+                m::ELICITATION_CREATE,
+                json!({"content": {"name": "Luca"}}),
+                false,
+            ),
+            (m::ELICITATION_CREATE, json!("accept"), false),
+            (
+                m::SAMPLING_CREATE_MESSAGE,
+                json!({"role": "assistant", "content": text, "model": "m1"}),
+                true,
+            ),
+            (
+                m::SAMPLING_CREATE_MESSAGE,
+                json!({"role": "assistant", "content": text}),
+                false,
+            ),
+            (
+                m::SAMPLING_CREATE_MESSAGE,
+                json!({"action": "accept"}),
+                false,
+            ),
+            (
+                m::ROOTS_LIST,
+                json!({"roots": [{"uri": "file:///src", "name": "src"}]}),
+                true,
+            ),
+            (m::ROOTS_LIST, json!({"roots": []}), true),
+            (m::ROOTS_LIST, json!({"roots": "file:///src"}), false),
+            (m::ROOTS_LIST, json!({}), false),
+        ];
+        for (method, answer, fits) in table {
+            let got = check_answer("q1", &question(method), answer);
+            match (*fits, got) {
+                (true, Ok(())) => {}
+                (false, Err(e)) => {
+                    assert_eq!(e.code.0, -32602, "{method} {answer}: {e}");
+                    assert!(
+                        e.message.starts_with(&format!(
+                            "inputResponses[\"q1\"] is not a valid {method} result"
+                        )),
+                        "{method} {answer}: {e}"
+                    );
+                }
+                (fits, got) => panic!("{method} {answer}: fits={fits}, got {got:?}"),
+            }
+        }
+    }
+
+    /// `params.taskId` is a non-empty string of at most 256 bytes; a string
+    /// outside that is an unknown task (the same `-32602` as any other,
+    /// §5.1 rule 28), anything else is malformed params.
+    #[test]
+    fn task_ids_are_non_empty_strings_of_at_most_256_bytes() {
+        let long = "x".repeat(256);
+        let too_long = "x".repeat(257);
+        let malformed = "params.taskId must be the string id of a task";
+        let unknown = "Failed to retrieve task: Task not found";
+        let table: &[(Option<Value>, Result<&str, &str>)] = &[
+            (Some(json!({"taskId": "786512e2"})), Ok("786512e2")),
+            (Some(json!({"taskId": long})), Ok(long.as_str())),
+            (Some(json!({"taskId": too_long})), Err(unknown)),
+            (Some(json!({"taskId": ""})), Err(unknown)),
+            (Some(json!({"taskId": 7})), Err(malformed)),
+            (Some(json!({"taskId": null})), Err(malformed)),
+            (Some(json!({"id": "786512e2"})), Err(malformed)),
+            (None, Err(malformed)),
+        ];
+        for (params, want) in table {
+            let params = params.as_ref().map(|p| p.as_object().unwrap().clone());
+            let got = task_id(params.as_ref()).map_err(|e| {
+                assert_eq!(e.code.0, -32602, "{params:?}");
+                e.message
+            });
+            assert_eq!(got, want.map_err(str::to_owned), "{params:?}");
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The stateless era without a transport or a runtime: what every result
+//! gets (`decorate`, `server/discover`), the `_meta` envelope, and the
+//! sealed `requestState` of multi round-trip requests (what it is bound
+//! to, what a retry brings back). Section numbers are those of
+//! `spec/revision-2026-07-28.md`.
+//!
+//! Layout: this file builds a [`Stateless`] entry with a known key ring
+//! and cache hints; `tests/decorate.rs` is what every result gets,
+//! `tests/envelope.rs` the `_meta` envelope, `tests/mrtr.rs` the sealed
+//! `requestState` of multi round-trip requests.
+
+mod decorate;
+mod envelope;
+mod mrtr;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpd_protocol::types::{Implementation, JsonObject};
+use serde_json::{json, Value};
+
+use super::Stateless;
+use crate::feed::ChangeFeed;
+use crate::handler::CacheHints;
+use crate::sealed::KeyRing;
+use crate::stats::Stats;
+use crate::tasks::{TaskConfig, Tasks};
+use crate::{Limits, McpServer, Registry};
+
+const KEY: [u8; 32] = [7; 32];
+
+fn server() -> Arc<McpServer> {
+    let info = Implementation {
+        name: "stateless-test".into(),
+        version: "1.2.3".into(),
+        title: None,
+    };
+    Arc::new(McpServer::new(info, Registry::new(50), Limits::default()))
+}
+
+/// The stateless entry, with configured cache hints that are not the
+/// defaults (so a test sees they come from the configuration).
+fn stateless(tasks: bool) -> Arc<Stateless> {
+    let server = server();
+    let tasks = tasks.then(|| {
+        let bus = Arc::new(mcpd_store::LocalBus::new("replica-1"));
+        Tasks::new(
+            Arc::new(mcpd_store::MemoryTaskStore::default()),
+            crate::cluster::build(bus),
+            server.clone(),
+            TaskConfig::default(),
+        )
+    });
+    let cache = CacheHints {
+        ttl_ms: 30_000,
+        scope: "private".into(),
+    };
+    let keys = KeyRing::new(vec![("k1".into(), KEY)], Duration::from_secs(60));
+    Stateless::new(
+        server,
+        Arc::new(Stats::default()),
+        ChangeFeed::new(),
+        keys,
+        cache,
+        tasks,
+    )
+}
+
+fn object(v: Value) -> JsonObject {
+    match v {
+        Value::Object(o) => o,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+fn server_info() -> Value {
+    json!({"name": "stateless-test", "version": "1.2.3"})
+}
