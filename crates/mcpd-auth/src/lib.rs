@@ -22,7 +22,6 @@
 //! - `config` ([`AuthConfig`]), `error` ([`AuthError`]), `principal`, and
 //!   `url` ([`UrlParts`], audience normalisation, the metadata URL): leaves
 //!   the others import.
-//! - [`ratelimit`]: the token-bucket rate limiter.
 //!
 //! This file only declares modules and re-exports: every module imports what
 //! it needs from the module that defines it, never from here.
@@ -37,7 +36,6 @@ mod introspect;
 mod keys;
 mod metadata;
 mod principal;
-pub mod ratelimit;
 mod url;
 
 pub use authenticator::{Authenticator, Presented};
@@ -48,5 +46,4 @@ pub use introspect::IntrospectionConfig;
 pub use jsonwebtoken::{Algorithm, AlgorithmFamily};
 pub use keys::{parse_key_text, JwksPolicy, Key, KeySource, KeyStore};
 pub use principal::Principal;
-pub use ratelimit::{RateLimiter, RateSpec};
 pub use url::{metadata_url, normalise, UrlParts};

@@ -9,8 +9,9 @@
 //! - [`modern`]: the 2026-07-28 envelope and `Mcp-*` header checks.
 //! - [`legacy_sse`]: the 2024-11-05 HTTP+SSE transport.
 //! - [`sse`]: JSON-or-SSE responses, keep-alive.
-//! - [`security`]: bearer tokens, rate limits and scopes; [`cors`]: CORS
-//!   for browser clients.
+//! - [`security`]: bearer tokens, rate limits and scopes, with
+//!   [`ratelimit`] (token buckets per client); [`cors`]: CORS for browser
+//!   clients.
 //! - [`guard`]: Origin and Host checks (DNS-rebinding protection).
 //! - [`limits`]: the connection cap, the request-head size limit and the
 //!   socket options that end stalled connections.
@@ -27,6 +28,7 @@ pub mod headers;
 pub mod legacy_sse;
 pub mod limits;
 pub mod modern;
+pub mod ratelimit;
 pub mod routes;
 pub mod security;
 pub mod sse;

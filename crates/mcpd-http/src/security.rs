@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpRequest;
-use mcpd_auth::{AuthError, Authenticator, Presented, Principal, RateLimiter};
+use mcpd_auth::{AuthError, Authenticator, Presented, Principal};
+
+use crate::ratelimit::RateLimiter;
 use mcpd_core::Caller;
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::Method;

@@ -1,6 +1,6 @@
 //! `[rate_limit]`: token buckets for requests and new sessions.
 
-use mcpd_auth::{RateLimiter, RateSpec};
+use mcpd_http::ratelimit::{RateLimiter, RateSpec};
 use serde::{Deserialize, Serialize};
 
 use super::error::{bad, ConfigError};
