@@ -63,7 +63,7 @@ pub use node::{new_replica_id, Node};
 pub use registry::{ChangeNotifier, Registry};
 pub use session::{PostReply, ResumeError, SessionError};
 pub use sessions::{SessionHandle, SessionTable};
-pub use stateless::{ModernMeta, Stateless};
+pub use stateless::{Stateless, StatelessMeta};
 pub use stats::Stats;
 pub use stream::{StreamItem, StreamReceiver};
 pub use tasks::{TaskConfig, Tasks};

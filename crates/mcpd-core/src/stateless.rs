@@ -12,7 +12,7 @@
 //!
 //! Layout: `entry.rs` is the way in ([`Stateless::handle`]: routed by the
 //! method table, each route answered); `envelope.rs` reads the `_meta`
-//! envelope ([`ModernMeta`]); `run.rs` runs a catalogue request (MRTR,
+//! envelope ([`StatelessMeta`]); `run.rs` runs a catalogue request (MRTR,
 //! tasks); `peer.rs` is the stateless era's `Peer`. This file holds
 //! [`Stateless`] and what every route shares (decoration, discovery,
 //! response streams, listening).
@@ -44,7 +44,7 @@ mod run;
 mod tests;
 
 pub use answer::Answer;
-pub use envelope::ModernMeta;
+pub use envelope::StatelessMeta;
 
 /// The stateless era's way into core.
 pub struct Stateless {

@@ -163,7 +163,7 @@ pub fn retry_after_secs(d: Duration) -> u64 {
 }
 
 /// The HTTP status of a 2026-07-28 request refused before anything ran:
-/// an unknown method is 404 (what tells a modern server from a legacy
+/// an unknown method is 404 (what tells a 2026-07-28 server from a legacy
 /// HTTP+SSE one), a missing capability or extension and bad params 400.
 pub fn status_of_refusal(code: ErrorCode) -> StatusCode {
     match code {

@@ -6,7 +6,7 @@
 //!   tests use the same function, so tests exercise exactly what runs in
 //!   production. Also the metadata and readiness handlers.
 //! - [`transport`]: `POST`/`GET`/`DELETE` handlers and era routing.
-//! - [`modern`]: the 2026-07-28 envelope and `Mcp-*` header checks.
+//! - [`stateless`]: the 2026-07-28 envelope and `Mcp-*` header checks.
 //! - [`legacy_sse`]: the 2024-11-05 HTTP+SSE transport.
 //! - [`sse`]: JSON-or-SSE responses, keep-alive.
 //! - [`security`]: bearer tokens, rate limits and scopes, with
@@ -27,12 +27,12 @@ pub mod guard;
 pub mod headers;
 pub mod legacy_sse;
 pub mod limits;
-pub mod modern;
 pub mod ratelimit;
 pub mod routes;
 pub mod security;
 pub mod sse;
 pub mod state;
+pub mod stateless;
 pub mod transport;
 
 pub use config::HttpConfig;

@@ -8,16 +8,16 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use mcpd_core::lifecycle::{self, Admission, LifecycleError};
-use mcpd_core::{Caller, ModernMeta, PostReply, SessionError, SessionHandle};
+use mcpd_core::{Caller, PostReply, SessionError, SessionHandle, StatelessMeta};
 use mcpd_protocol::jsonrpc::{self, Body, Message};
 use mcpd_protocol::{methods, version, ProtocolVersion};
 
 use crate::config::HttpConfig;
 use crate::error::HttpError;
 use crate::headers::{LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
-use crate::modern;
 use crate::sse::sse_response;
 use crate::state::AppState;
+use crate::stateless;
 
 /// A header's value, trimmed; `Ok(None)` when absent. A value that is
 /// present but not visible ASCII is refused (400): read as absent, an
@@ -207,20 +207,20 @@ pub async fn post(
         .security
         .check_scopes(&access, body.messages(), state.metrics())?;
 
-    // Era routing, per request: a modern `_meta` claim is served statelessly
-    // (even `initialize`, which that era does not have); a modern version
+    // Era routing, per request: a stateless-era `_meta` claim is served statelessly
+    // (even `initialize`, which that era does not have); a stateless-era version
     // header without the claim is an error, never a silent fallback; all
     // else follows the session-era rules.
-    let claims_modern = body.messages().iter().any(|m| match m {
-        Message::Request(r) => ModernMeta::is_claimed(r.meta()),
-        Message::Notification(n) => ModernMeta::is_claimed(n.meta()),
+    let claims_stateless = body.messages().iter().any(|m| match m {
+        Message::Request(r) => StatelessMeta::is_claimed(r.meta()),
+        Message::Notification(n) => StatelessMeta::is_claimed(n.meta()),
         Message::Response(_) => false,
     });
-    if claims_modern {
-        return modern::post(body, h, &state, access.caller).await;
+    if claims_stateless {
+        return stateless::post(body, h, &state, access.caller).await;
     }
     if let Some(v) = header_str(h, &PROTOCOL_VERSION_HEADER)?
-        .filter(|v| ProtocolVersion::parse_modern(v).is_some())
+        .filter(|v| ProtocolVersion::parse_stateless(v).is_some())
     {
         let id = match body.messages() {
             [Message::Request(r)] => Some(r.id.clone()),
@@ -260,7 +260,7 @@ pub async fn post(
 
     if !named {
         // Without a session, an unsupported version (e.g. a 2026-07-28 probe)
-        // is the more useful answer; either way it is a 400 without a modern
+        // is the more useful answer; either way it is a 400 without a stateless-era
         // error code, so dual-era clients fall back to initialize.
         check_version_header(h)?;
     }

@@ -62,12 +62,12 @@ impl ProtocolVersion {
     }
 
     /// Parses a stateless-era revision.
-    pub fn parse_modern(s: &str) -> Option<Self> {
+    pub fn parse_stateless(s: &str) -> Option<Self> {
         Self::parse(s).filter(|v| Self::MODERN.contains(v))
     }
 
     /// True for the stateless era.
-    pub fn is_modern(self) -> bool {
+    pub fn is_stateless(self) -> bool {
         self >= Self::V2026_07_28
     }
 
@@ -151,10 +151,10 @@ mod tests {
         assert!(ProtocolVersion::parse_supported("2024-11-05").is_none());
         assert!(ProtocolVersion::parse_supported("2026-07-28").is_none());
         assert_eq!(
-            ProtocolVersion::parse_modern("2026-07-28"),
+            ProtocolVersion::parse_stateless("2026-07-28"),
             Some(ProtocolVersion::V2026_07_28)
         );
-        assert!(ProtocolVersion::parse_modern("2025-11-25").is_none());
+        assert!(ProtocolVersion::parse_stateless("2025-11-25").is_none());
         assert_eq!(
             ProtocolVersion::negotiate("2026-07-28"),
             ProtocolVersion::LATEST

@@ -69,7 +69,7 @@ impl McpServer {
                         if let Some(contents) = provider.read(&uri, &ctx).await? {
                             let mut result = to_json(&ReadResourceResult { contents })?;
                             if let (true, Some(h), Value::Object(r)) =
-                                (v.is_modern(), provider.cache_hints(), &mut result)
+                                (v.is_stateless(), provider.cache_hints(), &mut result)
                             {
                                 r.insert("ttlMs".into(), Value::from(h.ttl_ms));
                                 r.insert("cacheScope".into(), Value::from(h.scope));

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::answer::Answer;
-use super::{ModernMeta, Stateless};
+use super::{Stateless, StatelessMeta};
 use crate::caller::Caller;
 use crate::dispatch::route::{Era, Route};
 use crate::stream::{StreamItem, StreamReceiver};
@@ -25,7 +25,7 @@ impl Stateless {
     pub async fn handle(
         self: &Arc<Self>,
         req: Request,
-        meta: ModernMeta,
+        meta: StatelessMeta,
         caller: Caller,
     ) -> Answer {
         let era = Era::Stateless {

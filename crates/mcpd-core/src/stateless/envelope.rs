@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// The per-request `_meta` claims of a 2026-07-28 request.
 #[derive(Debug, Clone)]
-pub struct ModernMeta {
+pub struct StatelessMeta {
     pub protocol_version: String,
     pub client_capabilities: ClientCapabilities,
     pub client_info: Option<Implementation>,
@@ -16,7 +16,7 @@ pub struct ModernMeta {
     pub progress_token: Option<Value>,
 }
 
-impl ModernMeta {
+impl StatelessMeta {
     /// Whether a message's `params._meta` claims the stateless era.
     pub fn is_claimed(meta: Option<&JsonObject>) -> bool {
         meta.is_some_and(|m| m.contains_key(meta::PROTOCOL_VERSION))

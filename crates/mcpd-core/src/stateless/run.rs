@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 use super::peer::{to_bytes, Escalation, Mrtr, StatelessPeer};
-use super::{ModernMeta, Stateless};
+use super::{Stateless, StatelessMeta};
 use crate::caller::Caller;
 use crate::context::{ContextParts, RequestContext};
 use crate::request::RequestActor;
@@ -24,7 +24,12 @@ impl Stateless {
     /// Runs one request; its messages and outcome arrive on the returned
     /// stream (a JSON body unless something is emitted first). Dropping the
     /// receiver cancels the request. Call inside an actix arbiter.
-    pub fn run(self: &Arc<Self>, req: Request, meta: ModernMeta, caller: Caller) -> StreamReceiver {
+    pub fn run(
+        self: &Arc<Self>,
+        req: Request,
+        meta: StatelessMeta,
+        caller: Caller,
+    ) -> StreamReceiver {
         let limits = &self.server.limits;
         let (tx, rx) = self.channel();
         let method = req.kind;
@@ -189,7 +194,7 @@ impl Stateless {
     fn run_task(
         self: &Arc<Self>,
         req: Request,
-        meta: ModernMeta,
+        meta: StatelessMeta,
         caller: Caller,
         tx: StreamSender,
         rx: StreamReceiver,
@@ -238,7 +243,7 @@ impl Stateless {
     fn start_task_actor(
         &self,
         req: Request,
-        meta: ModernMeta,
+        meta: StatelessMeta,
         caller: Caller,
         tasks: &Arc<Tasks>,
         running: &Arc<Running>,

@@ -33,7 +33,7 @@ fn streams(version: ProtocolVersion, shared: bool) -> Streams {
     })
 }
 
-fn modern() -> Streams {
+fn latest() -> Streams {
     streams(ProtocolVersion::V2025_11_25, false)
 }
 
@@ -159,7 +159,7 @@ fn read(s: &mut Streams, events: Result<Vec<StoredEvent>, StoreError>, alive: bo
 
 #[test]
 fn a_request_answered_without_emitting_is_one_json_body() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, mut rx) = post(&mut s, &[1], false);
     s.request_ended(&stream, Some(response(1)));
     match reply(&mut rx) {
@@ -171,7 +171,7 @@ fn a_request_answered_without_emitting_is_one_json_body() {
 
 #[test]
 fn a_batch_answered_in_json_is_an_array_in_answer_order() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, mut rx) = post(&mut s, &[1, 2], true);
     s.request_ended(&stream, Some(response(2)));
     assert!(reply(&mut rx).is_none(), "held until every request is done");
@@ -186,7 +186,7 @@ fn a_batch_answered_in_json_is_an_array_in_answer_order() {
 
 #[test]
 fn every_request_cancelled_ends_the_response_empty() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, mut rx) = post(&mut s, &[1], false);
     s.request_ended(&stream, None);
     let mut rx = sse(&mut rx);
@@ -195,7 +195,7 @@ fn every_request_cancelled_ends_the_response_empty() {
 
 #[test]
 fn a_notification_turns_the_stream_sse_with_meta_and_priming_first() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, mut rx) = post(&mut s, &[7], false);
     s.send_interim(&stream, &note());
     let mut out = sse(&mut rx);
@@ -274,7 +274,7 @@ fn the_last_response_closes_an_sse_stream_after_it_is_written() {
 
 #[test]
 fn nothing_is_sent_on_a_stream_that_ended() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, _rx) = post(&mut s, &[1], false);
     s.request_ended(&stream, Some(response(1)));
     s.send_interim(&stream, &note());
@@ -364,7 +364,7 @@ fn without_a_connection_stream_requests_are_not_attached() {
 
 #[test]
 fn the_get_stream_primes_and_carries_unsolicited_messages() {
-    let mut s = modern();
+    let mut s = latest();
     let mut out = s.open_get();
     let get = s.unsolicited();
     s.send_interim(&get, &note());
@@ -724,7 +724,7 @@ fn resuming_the_get_stream_shared_claims_it_and_feeds_from_the_end() {
 
 #[test]
 fn release_closes_the_connection_with_a_retry_hint_in_2025_11_25() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, mut rx) = post(&mut s, &[1], false);
     s.release(&stream);
     let mut out = sse(&mut rx);
@@ -748,7 +748,7 @@ fn release_does_nothing_before_2025_11_25() {
 
 #[test]
 fn shutdown_releases_get_only_then_every_stream() {
-    let mut s = modern();
+    let mut s = latest();
     let mut get = s.open_get();
     let (_stream, mut rx) = post(&mut s, &[1], false);
     let mut conn = s.open_connection();
@@ -776,7 +776,7 @@ fn shutdown_releases_get_only_then_every_stream() {
 
 #[test]
 fn close_all_forgets_everything_queued() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, _rx) = post(&mut s, &[1], false);
     s.send_interim(&stream, &note());
     s.close_all();
@@ -786,7 +786,7 @@ fn close_all_forgets_everything_queued() {
 
 #[test]
 fn a_waiting_json_reply_counts_as_connected_until_its_client_goes() {
-    let mut s = modern();
+    let mut s = latest();
     let (_stream, rx) = post(&mut s, &[1], false);
     assert!(s.any_connected());
     drop(rx);
@@ -949,7 +949,7 @@ fn is_response(item: &StreamItem) -> bool {
 /// blaming an event log that never failed.
 #[test]
 fn a_cancelled_request_s_stream_resumed_here_ends_without_a_response() {
-    let mut s = modern();
+    let mut s = latest();
     let (stream, mut rx) = post(&mut s, &[1], false);
     s.send_interim(&stream, &note());
     let mut next = 100;

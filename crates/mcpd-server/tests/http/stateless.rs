@@ -43,7 +43,7 @@ type Headers = Vec<(String, String)>;
 /// A change to a request's headers.
 type Edit = fn(&mut Headers);
 
-// --- building modern requests ---
+// --- building stateless-era requests ---
 
 /// The spec's `M`: version, client info, no client capabilities.
 fn m() -> Value {
@@ -139,7 +139,7 @@ async fn post(c: &McpClient, body: &Value) -> Reply {
     send(c, body, h(body)).await
 }
 
-/// A modern request whose `result` is returned (HTTP 200 and no error).
+/// A stateless-era request whose `result` is returned (HTTP 200 and no error).
 async fn call(c: &McpClient, method: &str, params: Value) -> Value {
     let id = json!(c.next_id());
     let r = post(c, &req(id.clone(), method, params)).await;
@@ -366,7 +366,7 @@ async fn drain(st: &mut SseStream) -> Vec<Value> {
 }
 
 /// `in_flight_requests` from the demo set's `server_stats`, asked the
-/// modern way (the asking request counts itself).
+/// stateless-era way (the asking request counts itself).
 async fn in_flight(c: &McpClient) -> i64 {
     let r = call(c, "tools/call", tool("server_stats", json!({}), json!({}))).await;
     let v: Value = serde_json::from_str(&tool_text(&r)).expect("server_stats is JSON");
@@ -374,7 +374,7 @@ async fn in_flight(c: &McpClient) -> i64 {
 }
 
 /// Polls [`in_flight`] until it is `want`.
-async fn wait_in_flight_modern(c: &McpClient, want: i64) {
+async fn wait_in_flight_stateless(c: &McpClient, want: i64) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let n = in_flight(c).await;
@@ -797,7 +797,7 @@ async fn a_missing_required_meta_key_is_32602() {
         let r = send(&c, &body, headers.clone()).await;
         assert_rpc_error(&r, 400, &json!(id), -32602);
     }
-    // A malformed envelope behind the modern key is -32602 too, never a
+    // A malformed envelope behind the stateless-era key is -32602 too, never a
     // fall-back to the session era.
     for (id, key, bad) in [
         (109, PV, json!(20260728)),
@@ -849,10 +849,10 @@ async fn removed_and_unknown_methods_are_404() {
     }
 }
 
-/// R13.9: a JSON-RPC batch of modern requests → 400/-32600 (batches do
+/// R13.9: a JSON-RPC batch of stateless-era requests → 400/-32600 (batches do
 /// not exist at 2026-07-28).
 #[tokio::test]
-async fn a_modern_batch_is_400() {
+async fn a_stateless_era_batch_is_400() {
     let s = TestServer::start();
     let c = s.client();
     let one = req(1, "tools/list", json!({}));
@@ -862,9 +862,9 @@ async fn a_modern_batch_is_400() {
 }
 
 /// R13.9: a POSTed JSON-RPC response → 400. A response has no `params`,
-/// so it cannot carry the modern `_meta` claim even if its result holds
-/// one: mcpd's era routing treats it as a non-modern message. With `H`
-/// (`MCP-Protocol-Version: 2026-07-28`) that is "modern header without the
+/// so it cannot carry the stateless-era `_meta` claim even if its result holds
+/// one: mcpd's era routing treats it as a non-stateless-era message. With `H`
+/// (`MCP-Protocol-Version: 2026-07-28`) that is "stateless-era header without the
 /// envelope" → 400/-32602; without the header, the session-era rules apply
 /// and there is no session → 400/-32000. Either way a 4xx, never 2xx.
 #[tokio::test]
@@ -890,11 +890,11 @@ async fn a_posted_response_is_400() {
     assert_eq!(r.status, 400, "{r:?}");
 }
 
-/// R13.9: a random `Mcp-Session-Id` on a modern POST is ignored: served
+/// R13.9: a random `Mcp-Session-Id` on a stateless-era POST is ignored: served
 /// normally (200), and no `Mcp-Session-Id` comes back. A `Last-Event-ID`
 /// header is ignored likewise.
 #[tokio::test]
-async fn session_id_and_last_event_id_are_ignored_on_modern_posts() {
+async fn session_id_and_last_event_id_are_ignored_on_stateless_era_posts() {
     let s = TestServer::start();
     let c = s.client();
     for (id, method, params) in [
@@ -926,8 +926,8 @@ async fn session_id_and_last_event_id_are_ignored_on_modern_posts() {
 
 /// R13.9 (adapted): mcpd serves both eras, so GET and DELETE without a
 /// session get the session era's answer (400, `Mcp-Session-Id` required),
-/// not the 405 a modern-only server gives; that holds with a modern
-/// `MCP-Protocol-Version` header too. A modern notification POST → 202
+/// not the 405 a stateless-era-only server gives; that holds with a stateless-era
+/// `MCP-Protocol-Version` header too. A stateless-era notification POST → 202
 /// with an empty body (§2).
 #[tokio::test]
 async fn get_delete_and_notifications_without_a_session() {
@@ -1375,11 +1375,11 @@ async fn mrtr_asks_only_for_declared_kinds() {
 }
 
 /// §2 (unchanged for 2026-07-28; the suite's `dns-rebinding-protection`
-/// at 2026-07-28): a modern `server/discover` with `Host:
+/// at 2026-07-28): a stateless-era `server/discover` with `Host:
 /// evil.example.com` → 4xx, with a foreign `Origin` → 403; with the
 /// server's own host and a localhost origin → 2xx.
 #[tokio::test]
-async fn modern_requests_are_guarded_against_dns_rebinding() {
+async fn stateless_era_requests_are_guarded_against_dns_rebinding() {
     let s = TestServer::start();
     let body = req(1, "server/discover", json!({})).to_string();
     let port = s.addr.port();
@@ -1792,9 +1792,9 @@ async fn closing_the_stream_cancels_the_request() {
     let (_, m) = next_message(&mut st).await;
     assert_eq!(m["method"], "notifications/progress", "{m}");
     // The countdown, plus the server_stats call asking.
-    wait_in_flight_modern(&observer, 2).await;
+    wait_in_flight_stateless(&observer, 2).await;
     drop(st);
-    wait_in_flight_modern(&observer, 1).await;
+    wait_in_flight_stateless(&observer, 1).await;
 }
 
 /// R13.19: `resources/read` of an unknown URI → -32602 with `data.uri`,
@@ -1821,11 +1821,11 @@ async fn an_unknown_resource_is_32602() {
 
 // --- R13.20: both eras on one endpoint ---
 
-/// R13.20: `initialize` at 2025-11-25 without modern headers →
+/// R13.20: `initialize` at 2025-11-25 without stateless-era headers →
 /// `InitializeResult` and an `Mcp-Session-Id`; that session's `tools/list`
-/// and `tools/call` results have no `resultType`, caching hints or modern
-/// `_meta`. Meanwhile a modern `tools/list` without a session → 200 with
-/// `resultType`, and a modern request that carries the live session id is
+/// and `tools/call` results have no `resultType`, caching hints or stateless-era
+/// `_meta`. Meanwhile a stateless-era `tools/list` without a session → 200 with
+/// `resultType`, and a stateless-era request that carries the live session id is
 /// still served statelessly (no session header back). Legacy errors with
 /// the session and `MCP-Protocol-Version: 2025-11-25` never use -32020…-32022.
 #[tokio::test]
@@ -1839,8 +1839,8 @@ async fn both_eras_on_one_endpoint() {
     let sid = legacy.session.clone().expect("Mcp-Session-Id");
     assert!(is_hex32(&sid), "{sid}");
 
-    let modern = s.client();
-    let list = call(&modern, "tools/list", json!({})).await;
+    let stateless = s.client();
+    let list = call(&stateless, "tools/list", json!({})).await;
     assert_cacheable("tools/list", &list);
 
     for (method, params) in [
@@ -1860,7 +1860,7 @@ async fn both_eras_on_one_endpoint() {
 
     let body = req(3, "tools/list", json!({}));
     let r = send(
-        &modern,
+        &stateless,
         &body,
         h_with(&body, |hs| set(hs, "Mcp-Session-Id", &sid)),
     )
@@ -1879,7 +1879,7 @@ async fn both_eras_on_one_endpoint() {
         let code = error_code(&r.last());
         assert!(
             !(-32022..=-32020).contains(&code),
-            "{method}: a legacy answer with a modern code {code}"
+            "{method}: a legacy answer with a stateless-era code {code}"
         );
     }
     // A session-era transport error too (unsupported version header).

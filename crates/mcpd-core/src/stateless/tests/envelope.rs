@@ -7,7 +7,7 @@ use mcpd_protocol::{ErrorCode, RequestId};
 use serde_json::{json, Value};
 
 use super::object;
-use crate::stateless::ModernMeta;
+use crate::stateless::StatelessMeta;
 
 fn request_with(params: Option<Value>) -> Request {
     Request::new(RequestId::Int(1), m::TOOLS_LIST, params.map(object))
@@ -71,7 +71,7 @@ fn a_missing_or_malformed_envelope_key_is_invalid_params_naming_it() {
         (envelope(with(meta::LOG_LEVEL, json!(3))), level),
     ];
     for (req, want) in table {
-        let e = ModernMeta::parse(&req).unwrap_err();
+        let e = StatelessMeta::parse(&req).unwrap_err();
         assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{req:?}");
         assert!(e.message.starts_with(want), "{req:?}: {e}");
     }
@@ -79,7 +79,7 @@ fn a_missing_or_malformed_envelope_key_is_invalid_params_naming_it() {
 
 #[test]
 fn a_well_formed_envelope_is_read_whole() {
-    let got = ModernMeta::parse(&envelope(claims())).unwrap();
+    let got = StatelessMeta::parse(&envelope(claims())).unwrap();
     assert_eq!(got.protocol_version, "2026-07-28");
     assert!(got.client_capabilities.elicitation.is_some());
     assert!(got
@@ -104,14 +104,14 @@ fn optional_envelope_keys_may_be_absent_or_ignored() {
         with("progressToken", json!({"id": 1})),
     ];
     for claims in table {
-        let got = ModernMeta::parse(&envelope(claims.clone()));
+        let got = StatelessMeta::parse(&envelope(claims.clone()));
         assert!(got.is_ok(), "{claims}: {got:?}");
     }
-    let got = ModernMeta::parse(&envelope(with(meta::CLIENT_INFO, json!("probe")))).unwrap();
+    let got = StatelessMeta::parse(&envelope(with(meta::CLIENT_INFO, json!("probe")))).unwrap();
     assert!(got.client_info.is_none());
-    let got = ModernMeta::parse(&envelope(with("progressToken", json!({"id": 1})))).unwrap();
+    let got = StatelessMeta::parse(&envelope(with("progressToken", json!({"id": 1})))).unwrap();
     assert!(got.progress_token.is_none());
-    let got = ModernMeta::parse(&envelope(with("progressToken", json!(42)))).unwrap();
+    let got = StatelessMeta::parse(&envelope(with("progressToken", json!(42)))).unwrap();
     assert_eq!(got.progress_token, Some(json!(42)));
 }
 
@@ -119,15 +119,15 @@ fn optional_envelope_keys_may_be_absent_or_ignored() {
 /// `_meta`.
 #[test]
 fn the_era_is_claimed_by_the_protocol_version_key() {
-    assert!(ModernMeta::is_claimed(Some(&object(claims()))));
-    assert!(ModernMeta::is_claimed(Some(&object(
+    assert!(StatelessMeta::is_claimed(Some(&object(claims()))));
+    assert!(StatelessMeta::is_claimed(Some(&object(
         json!({meta::PROTOCOL_VERSION: 1})
     ))));
-    assert!(!ModernMeta::is_claimed(Some(&object(without(
+    assert!(!StatelessMeta::is_claimed(Some(&object(without(
         meta::PROTOCOL_VERSION
     )))));
-    assert!(!ModernMeta::is_claimed(Some(&object(
+    assert!(!StatelessMeta::is_claimed(Some(&object(
         json!({"progressToken": 1})
     ))));
-    assert!(!ModernMeta::is_claimed(None));
+    assert!(!StatelessMeta::is_claimed(None));
 }

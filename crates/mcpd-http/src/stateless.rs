@@ -10,7 +10,7 @@ use actix_web::HttpResponse;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use mcpd_core::stateless::Answer;
-use mcpd_core::{ModernMeta, StreamItem};
+use mcpd_core::{StatelessMeta, StreamItem};
 use mcpd_protocol::jsonrpc::{Body, Message, Request};
 use mcpd_protocol::methods::meta;
 use mcpd_protocol::types::JsonObject;
@@ -125,7 +125,7 @@ pub async fn post(
 /// The checks of `revision-2026-07-28.md` §2.1, §3 and §4.1, in the order
 /// the official suite expects: header/body agreement, then the version, then
 /// the rest of the envelope.
-fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta, HttpError> {
+fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<StatelessMeta, HttpError> {
     let claimed = req
         .meta()
         .and_then(|m| m.get(meta::PROTOCOL_VERSION))
@@ -163,7 +163,7 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
             ))
         }
     }
-    if ProtocolVersion::parse_modern(claimed).is_none() {
+    if ProtocolVersion::parse_stateless(claimed).is_none() {
         return Err(rpc(
             StatusCode::BAD_REQUEST,
             req,
@@ -174,7 +174,7 @@ fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<ModernMeta
             .with_data(json!({ "supported": version::all_list(), "requested": claimed })),
         ));
     }
-    let meta = ModernMeta::parse(req).map_err(|e| rpc(StatusCode::BAD_REQUEST, req, e))?;
+    let meta = StatelessMeta::parse(req).map_err(|e| rpc(StatusCode::BAD_REQUEST, req, e))?;
     match raw_header(h, METHOD_HEADER) {
         Some(Ok(v)) if v == req.method => {}
         Some(Ok(v)) => {
