@@ -112,7 +112,7 @@ pub struct SessionActor {
     log_failing: bool,
     /// Changes of session state from the POST being handled, saved once
     /// at its end (`session/requests.rs`).
-    changes: Vec<pending::Change>,
+    changes: Vec<pending::StateChange>,
 }
 
 // --- messages from the transport ---

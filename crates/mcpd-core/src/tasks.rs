@@ -11,7 +11,7 @@
 //! record, or the reaper every replica runs.
 //!
 //! Layout: this file is the service ([`Tasks`]), its configuration, the
-//! [`Plan`] of a `tools/call` and a [`Running`] task; each part of the
+//! [`Plan`] of a `tools/call` and a [`RunningTask`]; each part of the
 //! service is an `impl Tasks` of its own: `tasks/create.rs` (a new task),
 //! `tasks/serve.rs` (the three methods), `tasks/outcome.rs` (how a task
 //! ends) and `tasks/runner.rs` (syncing with the record, the reaper). The
@@ -104,7 +104,7 @@ pub enum Plan {
 }
 
 /// A task running on this replica.
-pub(crate) struct Running {
+pub(crate) struct RunningTask {
     /// As created.
     pub task: NewTask,
     pub peer: Arc<TaskPeer>,
@@ -114,7 +114,7 @@ pub(crate) struct Running {
     stored: AtomicBool,
 }
 
-impl Running {
+impl RunningTask {
     /// Resolves once the task is to stop.
     pub async fn cancelled(&self) {
         self.cancel.notified().await;
@@ -127,7 +127,7 @@ pub struct Tasks {
     cluster: Arc<dyn Cluster>,
     server: Arc<McpServer>,
     cfg: TaskConfig,
-    local: Mutex<HashMap<String, Arc<Running>>>,
+    local: Mutex<HashMap<String, Arc<RunningTask>>>,
 }
 
 /// What a request gets while the task store is away.
@@ -155,7 +155,7 @@ impl Tasks {
         &self.cfg
     }
 
-    fn locals(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Running>>> {
+    fn locals(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<RunningTask>>> {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 

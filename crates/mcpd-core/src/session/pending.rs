@@ -10,7 +10,7 @@ use crate::dispatch::Watch;
 /// A change of session state from the POST being handled, answered once
 /// saved; for a subscription, its URI (applied once the URI is known to
 /// exist).
-pub(super) enum Change {
+pub(super) enum StateChange {
     Applied(Pending),
     Subscribe(Pending, String),
 }

@@ -16,7 +16,7 @@ use mcpd_protocol::{ErrorCode, ErrorObject, Method, RequestId};
 use serde_json::Value;
 
 use super::peer::{Ask, AskTimedOut, Emit, Log, Release, SessionPeer};
-use super::pending::{Change, Pending};
+use super::pending::{Pending, StateChange};
 use super::{empty, InFlight, Outgoing, SessionActor};
 use crate::caller::Caller;
 use crate::context::{ContextParts, PeerError, RequestContext};
@@ -95,7 +95,7 @@ impl SessionActor {
                 match parse_params::<SetLevelParams>(params) {
                     Ok(p) => {
                         self.record.log_level = Some(p.level);
-                        self.change(Change::Applied(pending()))
+                        self.change(StateChange::Applied(pending()))
                     }
                     Err(e) => answer(Err(e)),
                 }
@@ -103,7 +103,7 @@ impl SessionActor {
             Route::Session(Method::ResourcesSubscribe) => match parse_params::<UriParams>(params) {
                 Ok(p) => match self.may_subscribe(&p.uri) {
                     Err(e) => answer(Err(e)),
-                    Ok(()) => self.change(Change::Subscribe(pending(), p.uri)),
+                    Ok(()) => self.change(StateChange::Subscribe(pending(), p.uri)),
                 },
                 Err(e) => answer(Err(e)),
             },
@@ -112,7 +112,7 @@ impl SessionActor {
                     Ok(p) => {
                         self.env.feed.unsubscribe(&p.uri, &self.id);
                         self.record.subscriptions.remove(&p.uri);
-                        self.change(Change::Applied(pending()))
+                        self.change(StateChange::Applied(pending()))
                     }
                     Err(e) => answer(Err(e)),
                 }
@@ -246,7 +246,7 @@ impl SessionActor {
         Ok(())
     }
 
-    fn change(&mut self, c: Change) -> FirstLook {
+    fn change(&mut self, c: StateChange) -> FirstLook {
         self.changes.push(c);
         FirstLook::Saving
     }

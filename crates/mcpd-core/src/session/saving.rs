@@ -8,7 +8,7 @@ use mcpd_protocol::jsonrpc;
 use mcpd_protocol::{ErrorCode, ErrorObject};
 use serde_json::Value;
 
-use super::pending::{Change, Pending};
+use super::pending::{Pending, StateChange};
 use super::{empty, SessionActor};
 
 // === impl SessionActor ===
@@ -27,7 +27,7 @@ impl SessionActor {
         let asked = self
             .changes
             .iter()
-            .filter(|c| matches!(c, Change::Subscribe(..)))
+            .filter(|c| matches!(c, StateChange::Subscribe(..)))
             .count();
         if self.record.subscriptions.len() + asked >= limit
             && !self.record.subscriptions.contains(uri)
@@ -52,8 +52,8 @@ impl SessionActor {
         let uris: Vec<String> = changes
             .iter()
             .filter_map(|c| match c {
-                Change::Subscribe(_, uri) => Some(uri.clone()),
-                Change::Applied(..) => None,
+                StateChange::Subscribe(_, uri) => Some(uri.clone()),
+                StateChange::Applied(..) => None,
             })
             .collect();
         if uris.is_empty() || self.env.server.forward_all.is_some() {
@@ -72,20 +72,20 @@ impl SessionActor {
     /// answered `-32002`), then saves and answers the rest.
     fn apply_changes(
         &mut self,
-        changes: Vec<Change>,
+        changes: Vec<StateChange>,
         known: &std::collections::HashSet<String>,
         ctx: &mut Context<Self>,
     ) {
         let mut answer = Vec::with_capacity(changes.len());
         for c in changes {
             match c {
-                Change::Applied(p) => answer.push(p),
-                Change::Subscribe(p, uri) if known.contains(&uri) => {
+                StateChange::Applied(p) => answer.push(p),
+                StateChange::Subscribe(p, uri) if known.contains(&uri) => {
                     self.env.feed.subscribe(&uri, &self.id);
                     self.record.subscriptions.insert(uri);
                     answer.push(p);
                 }
-                Change::Subscribe(p, uri) => {
+                StateChange::Subscribe(p, uri) => {
                     let e = ErrorObject::new(
                         ErrorCode::RESOURCE_NOT_FOUND,
                         format!("Resource not found: {uri} (only resources this server lists, or its templates match, can be subscribed to)"),

@@ -18,7 +18,7 @@ use super::Stateless;
 use crate::caller::Caller;
 use crate::context::{Peer, PeerError, RoundEnd};
 use crate::stream::{StreamItem, StreamSender};
-use crate::tasks::{Running, TaskPeer, Tasks};
+use crate::tasks::{RunningTask, TaskPeer, Tasks};
 
 pub(super) fn to_bytes(v: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(v).unwrap_or_default())
@@ -81,7 +81,7 @@ pub(super) struct Escalation {
     pub(super) request_id: mcpd_protocol::RequestId,
     pub(super) stateless: std::sync::Weak<Stateless>,
     /// The task, once started.
-    pub(super) started: std::sync::OnceLock<Arc<Running>>,
+    pub(super) started: std::sync::OnceLock<Arc<RunningTask>>,
     /// Held while the task is created: one task per request, however many
     /// `start_task` calls race.
     pub(super) starting: tokio::sync::Mutex<()>,
@@ -91,7 +91,7 @@ pub(super) struct Escalation {
 
 impl StatelessPeer {
     /// The task, once the request became one.
-    fn started(&self) -> Option<&Arc<Running>> {
+    fn started(&self) -> Option<&Arc<RunningTask>> {
         self.escalation.as_ref()?.started.get()
     }
 

@@ -18,7 +18,7 @@ use crate::caller::Caller;
 use crate::context::{ContextParts, RequestContext};
 use crate::request::RequestActor;
 use crate::stream::{StreamItem, StreamReceiver, StreamSender};
-use crate::tasks::{Plan, Running, Tasks};
+use crate::tasks::{Plan, RunningTask, Tasks};
 
 impl Stateless {
     /// Runs one request; its messages and outcome arrive on the returned
@@ -234,7 +234,7 @@ impl Stateless {
     }
 
     /// The decorated `CreateTaskResult` of a task just created.
-    pub(super) fn task_created(&self, tasks: &Tasks, running: &Running) -> Value {
+    pub(super) fn task_created(&self, tasks: &Tasks, running: &RunningTask) -> Value {
         let created = serde_json::to_value(tasks.created(running)).unwrap_or(Value::Null);
         self.decorate(None, Ok(created)).unwrap_or(Value::Null)
     }
@@ -246,7 +246,7 @@ impl Stateless {
         meta: StatelessMeta,
         caller: Caller,
         tasks: &Arc<Tasks>,
-        running: &Arc<Running>,
+        running: &Arc<RunningTask>,
         parent: &tracing::Span,
     ) {
         let span = if mcpd_telemetry::trace::spans_wanted() {

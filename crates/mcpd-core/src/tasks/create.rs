@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 use super::clock::{millis, now_ms};
 use super::peer::TaskPeer;
-use super::{unavailable, wire, Running, Tasks};
+use super::{unavailable, wire, RunningTask, Tasks};
 use crate::caller::Caller;
 
 // === impl Tasks ===
@@ -24,7 +24,7 @@ impl Tasks {
         self: &Arc<Self>,
         tool: &str,
         caller: &Caller,
-    ) -> Result<Arc<Running>, ErrorObject> {
+    ) -> Result<Arc<RunningTask>, ErrorObject> {
         let metrics = &self.server.metrics;
         let owner = caller.principal.as_deref().unwrap_or("").to_owned();
         let quota = if owner.is_empty() {
@@ -50,7 +50,7 @@ impl Tasks {
             ));
         }
         let id = uuid::Uuid::new_v4().to_string();
-        let running = Arc::new(Running {
+        let running = Arc::new(RunningTask {
             task: NewTask {
                 id: id.clone(),
                 owner,
@@ -103,7 +103,7 @@ impl Tasks {
 
     /// The `CreateTaskResult` of a task just created (before `_meta`,
     /// which the stateless era adds).
-    pub(crate) fn created(&self, running: &Running) -> CreateTaskResult {
+    pub(crate) fn created(&self, running: &RunningTask) -> CreateTaskResult {
         wire::created(&TaskRecord::new(running.task.clone()))
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::{call, get, principal, service, until, update};
 use crate::context::Peer;
-use crate::tasks::{now_ms, Running, TaskConfig};
+use crate::tasks::{now_ms, RunningTask, TaskConfig};
 
 /// The round trip of a question (§6): the handler asks, `tasks/get` shows
 /// the request under its key, `tasks/update` acks with an empty result,
@@ -22,7 +22,7 @@ use crate::tasks::{now_ms, Running, TaskConfig};
 async fn an_answer_reaches_the_handler_waiting_on_its_question() {
     let (tasks, store) = service(TaskConfig::default());
     let alice = principal("alice");
-    let running: Arc<Running> = tasks.create("ask", &alice).await.unwrap();
+    let running: Arc<RunningTask> = tasks.create("ask", &alice).await.unwrap();
     let id = running.task.id.clone();
     let params = json!({"mode": "form", "message": "Please enter your name.",
         "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}});
