@@ -22,10 +22,12 @@
 //!   `initialize`, `initialize` itself, readiness, shutdown.
 //! - [`tasks`]: the Tasks extension (a request actor with a durable
 //!   record), used by the stateless era.
-//! - [`stateless`], [`listen`]: the 2026-07-28 era's way in.
+//! - [`stateless`], [`listen`]: the 2026-07-28 era's way in;
+//!   [`channel`]: the session era over one channel (stdio, HTTP+SSE).
 //! - [`node`]: one process's core, wired ([`Node`]).
 
 pub mod caller;
+pub mod channel;
 pub mod cluster;
 pub mod context;
 pub mod dispatch;

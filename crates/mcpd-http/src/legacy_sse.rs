@@ -15,9 +15,10 @@ use std::sync::{Arc, Mutex};
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
-use mcpd_core::lifecycle::{self, Admission, LifecycleError};
-use mcpd_core::{Node, StreamItem};
-use mcpd_protocol::jsonrpc::{self, Body, Message};
+use mcpd_core::channel::{self, OpenError, Step};
+use mcpd_core::lifecycle::LifecycleError;
+use mcpd_core::Node;
+use mcpd_protocol::jsonrpc::{self, Body};
 use mcpd_protocol::ErrorObject;
 use tokio::sync::{mpsc, Notify};
 
@@ -162,32 +163,26 @@ pub async fn message(
         .security
         .check_scopes(&access, body.messages(), state.metrics())?;
     let session = conn.session();
-    let admission = lifecycle::admit(body.messages(), body.is_batch(), session.is_some())
-        .map_err(|e| HttpError::BadRequest(e.to_string()))?;
-    match admission {
-        Admission::Initialize => {
-            let Message::Request(r) = body.into_messages().remove(0) else {
-                unreachable!("admitted: the body is one initialize request")
-            };
+    match channel::step(&state.node, body, session.is_some()) {
+        Step::Refuse(e, _) => return Err(HttpError::BadRequest(e.to_string())),
+        Step::Answer(answers) => {
+            for answer in answers {
+                let _ = conn.tx.send(message_event(&answer)).await;
+            }
+        }
+        Step::Initialize(r) => {
             let caller = state
                 .security
                 .admit_session(&access, &req, state.metrics())?;
             initialize(&state.node, &conn, r, &caller).await?;
         }
-        Admission::BeforeInitialize => {
-            for pong in state.node.lifecycle.pongs(body.messages()) {
-                let _ = conn.tx.send(message_event(&pong)).await;
-            }
-        }
-        Admission::Session => {
+        Step::Post(messages) => {
             let Some(session) = session else {
                 return Err(HttpError::BadRequest(
                     LifecycleError::NotInitialized.to_string(),
                 ));
             };
-            session
-                .post_on_connection(body.into_messages(), access.caller)
-                .await?
+            session.post_on_connection(messages, access.caller).await?
         }
     }
     Ok(HttpResponse::Accepted().finish())
@@ -199,34 +194,22 @@ async fn initialize(
     r: mcpd_protocol::jsonrpc::Request,
     caller: &mcpd_core::Caller,
 ) -> Result<(), HttpError> {
-    let id = r.id.clone();
-    let answer = match node.lifecycle.initialize(r, caller).await {
-        Ok((session, result)) => {
-            let mut rx = session.open_connection().await?;
-            let response = jsonrpc::result_bytes(&id, &result);
-            let (node, id) = (node.clone(), session.id().to_owned());
-            *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+    let answer = match channel::open(node, r, caller).await {
+        Ok(opened) => {
+            let (node, id) = (node.clone(), opened.session.id().to_owned());
+            *conn.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(opened.session);
             let (tx, ended) = (conn.tx.clone(), conn.ended.clone());
-            let _ = tx.send(message_event(&response)).await;
+            let _ = tx.send(message_event(&opened.response)).await;
             // Everything the session sends from now on, in order. When its
             // connection stream ends (the session is over, or cut this
             // client off for falling behind: it cannot resume), the SSE
             // response ends too, and with it the session.
             actix_web::rt::spawn(async move {
-                while let Some(item) = rx.recv().await {
-                    let data = match item {
-                        StreamItem::Event { data, .. } | StreamItem::Json { data, .. }
-                            if !data.is_empty() =>
-                        {
-                            data
-                        }
-                        _ => continue,
-                    };
-                    tokio::select! {
-                        sent = tx.send(message_event(&data)) => if sent.is_err() { break },
-                        _ = std::future::poll_fn(|cx| rx.poll_senders_gone(cx)) => break,
-                    }
-                }
+                channel::relay(opened.messages, |data| {
+                    let tx = tx.clone();
+                    async move { tx.send(message_event(&data)).await.is_ok() }
+                })
+                .await;
                 // Ended here, not when the response is dropped: a client
                 // that stopped reading may keep its connection a while.
                 ended.notify_one();
@@ -234,8 +217,11 @@ async fn initialize(
             });
             return Ok(());
         }
-        Err(e) if !e.is_unavailable() => jsonrpc::error_response(Some(&id), &e.to_error()),
-        Err(e) => return Err(HttpError::from_initialize(e, &id)),
+        Err(OpenError::Initialize(id, e)) if !e.is_unavailable() => {
+            jsonrpc::error_response(Some(&id), &e.to_error())
+        }
+        Err(OpenError::Initialize(id, e)) => return Err(HttpError::from_initialize(e, &id)),
+        Err(OpenError::Session(e)) => return Err(e.into()),
     };
     let _ = conn
         .tx

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mcpd_core::lifecycle::{self, Admission};
-use mcpd_core::{Node, SessionHandle, StreamItem};
-use mcpd_protocol::jsonrpc::{self, Body, Message};
+use mcpd_core::channel::{self, OpenError, Step};
+use mcpd_core::{Node, SessionHandle};
+use mcpd_protocol::jsonrpc::{self, Body};
 use mcpd_protocol::{ErrorCode, ErrorObject};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -61,41 +61,36 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
                 continue;
             }
         };
-        match lifecycle::admit(body.messages(), body.is_batch(), session.is_some()) {
-            Err(e) => {
+        match channel::step(&node, body, session.is_some()) {
+            Step::Refuse(e, ids) => {
                 // Each request of the body is answered with the refusal.
-                for m in body.messages() {
-                    if let Message::Request(r) = m {
-                        send(&out, jsonrpc::error_response(Some(&r.id), &e.to_error())).await;
-                    }
+                for id in ids {
+                    send(&out, jsonrpc::error_response(Some(&id), &e.to_error())).await;
                 }
             }
-            Ok(Admission::BeforeInitialize) => {
-                for pong in node.lifecycle.pongs(body.messages()) {
-                    let _ = out.send(Bytes::from(pong)).await;
+            Step::Answer(answers) => {
+                for answer in answers {
+                    let _ = out.send(Bytes::from(answer)).await;
                 }
             }
-            Ok(Admission::Initialize) => {
-                let Some(Message::Request(r)) = body.into_messages().pop() else {
-                    unreachable!("admitted: the body is one initialize request")
-                };
-                let id = r.id.clone();
-                match node.lifecycle.initialize(r, &Default::default()).await {
-                    Ok((s, result)) => {
-                        let response = jsonrpc::result_bytes(&id, &result);
-                        let _ = out.send(Bytes::from(response)).await;
-                        forward(
-                            s.open_connection().await.map_err(std::io::Error::other)?,
-                            out.clone(),
-                        );
-                        session = Some(s);
-                    }
-                    Err(e) => send(&out, jsonrpc::error_response(Some(&id), &e.to_error())).await,
+            Step::Initialize(r) => match channel::open(&node, r, &Default::default()).await {
+                Ok(opened) => {
+                    let _ = out.send(Bytes::from(opened.response)).await;
+                    let out = out.clone();
+                    actix_rt::spawn(channel::relay(opened.messages, move |data| {
+                        let out = out.clone();
+                        async move { out.send(data).await.is_ok() }
+                    }));
+                    session = Some(opened.session);
                 }
-            }
-            Ok(Admission::Session) => {
+                Err(OpenError::Initialize(id, e)) => {
+                    send(&out, jsonrpc::error_response(Some(&id), &e.to_error())).await
+                }
+                Err(OpenError::Session(e)) => return Err(std::io::Error::other(e)),
+            },
+            Step::Post(messages) => {
                 let Some(s) = &session else { continue };
-                if s.post_on_connection(body.into_messages(), Default::default())
+                if s.post_on_connection(messages, Default::default())
                     .await
                     .is_err()
                 {
@@ -168,23 +163,4 @@ async fn send(out: &mpsc::Sender<Bytes>, v: serde_json::Value) {
     let _ = out
         .send(Bytes::from(serde_json::to_vec(&v).unwrap_or_default()))
         .await;
-}
-
-/// Copies the session's connection stream to stdout.
-fn forward(mut rx: mcpd_core::StreamReceiver, out: mpsc::Sender<Bytes>) {
-    actix_rt::spawn(async move {
-        while let Some(item) = rx.recv().await {
-            let data = match item {
-                StreamItem::Event { data, .. } | StreamItem::Json { data, .. }
-                    if !data.is_empty() =>
-                {
-                    data
-                }
-                _ => continue,
-            };
-            if out.send(data).await.is_err() {
-                return;
-            }
-        }
-    });
 }
