@@ -1,10 +1,11 @@
-//! mcpd as an OAuth 2.1 resource server (`spec/authorization.md`): JWT
+//! mcpd as an OAuth 2.1 resource server (MCP authorization,
+//! https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization): JWT
 //! access tokens checked against the authorization server's keys, opaque
 //! ones introspected (RFC 7662), DPoP-bound ones (RFC 9449) accepted only
 //! with a proof of their key; the audience (RFC 8707) and issuer, scopes
 //! required per method and per tool, the RFC 9728 Protected Resource
-//! Metadata document and the exact `WWW-Authenticate` challenges. Also the
-//! token-bucket rate limiter.
+//! Metadata document and the exact `WWW-Authenticate` challenges. (Rate
+//! limits are the HTTP front's: `mcpd_http::ratelimit`.)
 //!
 //! Nothing here knows HTTP frameworks: the HTTP layer asks
 //! [`Authenticator::authenticate`] for a [`Principal`] and renders the

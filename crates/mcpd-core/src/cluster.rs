@@ -1,8 +1,10 @@
 //! What one replica must tell the others that share its store, behind one
 //! trait: [`local::Local`] for a single process (every call is free and does
 //! nothing), [`shared::Shared`] over a store's control bus (Redis pub/sub and
-//! ownership keys). Which one runs is decided once, by [`build`]; nothing on
-//! the request path asks whether the deployment is distributed.
+//! ownership keys). Which one runs is decided once, by [`build`]. (A few
+//! places still ask [`Cluster::shared`] at run time: the session's streams,
+//! the request-ownership sweep, the task runner; `docs/architecture.md`
+//! lists them.)
 //!
 //! Layout: `cluster/contract.rs` holds the [`Cluster`] trait, the
 //! [`Control`] messages and the [`Inbox`] (re-exported here), which both

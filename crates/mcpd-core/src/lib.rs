@@ -1,7 +1,8 @@
 //! The MCP protocol core of mcpd: everything between "a JSON-RPC message
 //! arrived" and "these messages go back", with no HTTP in sight.
 //!
-//! Layout (dependencies point down the list, never back up):
+//! Layout (no two files of the crate import each other, directly or
+//! through others: `scripts/check-module-cycles.py`):
 //! - [`handler`], [`context`], [`registry`], [`forward`]: the extension API
 //!   (`Tool`, `ResourceProvider`, `PromptProvider`, [`handler::tool_fn`]),
 //!   what a handler sees of its request ([`RequestContext`]), the

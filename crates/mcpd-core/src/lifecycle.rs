@@ -24,7 +24,7 @@ use crate::session::SessionRecord;
 use crate::sessions::{SessionHandle, SessionTable};
 
 /// What a body may do on a connection, by the lifecycle's rules
-/// (lifecycle-and-features.md §1): [`admit`] decides, the transport acts.
+/// (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle): [`admit`] decides, the transport acts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
     /// One `initialize` request on a connection without a session: start one

@@ -4,8 +4,8 @@
 //!
 //! Token: `v1.<key id>.<base64url(nonce ‖ ciphertext)>`. The associated data
 //! binds the token to the method, the target (tool/prompt name or resource
-//! URI), the arguments and the principal, so a state minted for one call
-//! cannot be replayed into another.
+//! URI), the arguments, the upstream (`server_id`) and the principal, so a
+//! state minted for one call cannot be replayed into another.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -19,7 +19,7 @@ use super::options::Options;
 pub use super::reply::{is_sse, secs, strings, Ending, Item, Reply, SseReader};
 
 /// The version the stateless era is spoken at.
-pub const MODERN: &str = "2026-07-28";
+pub const STATELESS: &str = "2026-07-28";
 
 /// Where the doctor sends requests, and how.
 pub struct Http {
@@ -202,7 +202,7 @@ impl<'a> Mcp<'a> {
         if let Era::Stateless = self.era {
             let m = params.entry("_meta").or_insert_with(|| json!({}));
             if let Some(m) = m.as_object_mut() {
-                m.insert(meta::PROTOCOL_VERSION.into(), json!(MODERN));
+                m.insert(meta::PROTOCOL_VERSION.into(), json!(STATELESS));
                 m.insert(meta::CLIENT_INFO.into(), json!(client_info()));
                 m.insert(meta::CLIENT_CAPABILITIES.into(), json!({}));
             }
@@ -223,13 +223,13 @@ impl<'a> Mcp<'a> {
             (Era::Session { version, session }, _) => b = session_headers(b, version, session),
             (Era::Stateless, Message::Request(r)) => {
                 b = b
-                    .header("mcp-protocol-version", MODERN)
+                    .header("mcp-protocol-version", STATELESS)
                     .header("mcp-method", &r.method);
                 if let Some(name) = r.target() {
                     b = b.header("mcp-name", name);
                 }
             }
-            (Era::Stateless, _) => b = b.header("mcp-protocol-version", MODERN),
+            (Era::Stateless, _) => b = b.header("mcp-protocol-version", STATELESS),
         }
         self.authed(b)
     }

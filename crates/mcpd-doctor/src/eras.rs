@@ -4,7 +4,7 @@
 use mcpd_protocol::methods;
 use mcpd_protocol::types::JsonObject;
 
-use super::client::{initialize, strings, Era, Http, Mcp, MODERN};
+use super::client::{initialize, strings, Era, Http, Mcp, STATELESS};
 use super::report::Finding;
 
 /// Session-era revisions tried, newest first.
@@ -103,7 +103,7 @@ enum Discovered {
 impl Discovered {
     /// Whether the stateless era is served.
     fn served(&self) -> bool {
-        matches!(self, Self::Yes(v) if v.iter().any(|v| v == MODERN))
+        matches!(self, Self::Yes(v) if v.iter().any(|v| v == STATELESS))
     }
 
     fn stateless_status(&self, none: bool) -> Finding {
@@ -113,25 +113,27 @@ impl Discovered {
         match self {
             Self::Yes(v) if self.served() => Finding::pass(
                 ID,
-                format!("{MODERN} served: server/discover lists {}", v.join(", ")),
+                format!("{STATELESS} served: server/discover lists {}", v.join(", ")),
             )
             .with("versions", v.clone()),
             Self::Yes(v) => Finding::warn(
                 ID,
                 format!(
-                    "server/discover answered without {MODERN}: {}",
+                    "server/discover answered without {STATELESS}: {}",
                     v.join(", ")
                 ),
                 fix,
             ),
             Self::No(why) if none => Finding::fail(
                 ID,
-                format!("{MODERN} not served (server/discover: {why}), and no session era either"),
+                format!(
+                    "{STATELESS} not served (server/discover: {why}), and no session era either"
+                ),
                 "is this an MCP endpoint? check the URL's path",
             ),
             Self::No(why) => Finding::warn(
                 ID,
-                format!("{MODERN} not served (server/discover: {why})"),
+                format!("{STATELESS} not served (server/discover: {why})"),
                 fix,
             ),
         }

@@ -1,6 +1,7 @@
 //! What stands in front of every MCP request after the Origin/Host check:
 //! the bearer token (401/400), the rate limits (429), the scopes a message
-//! needs (403). `spec/authorization.md` §8 is the order followed here; CORS
+//! needs (403). The order is the MCP authorization specification's
+//! (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization); CORS
 //! is in [`crate::cors`].
 
 use std::sync::Arc;

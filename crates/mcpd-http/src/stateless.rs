@@ -122,7 +122,8 @@ pub async fn post(
     }
 }
 
-/// The checks of `revision-2026-07-28.md` §2.1, §3 and §4.1, in the order
+/// The envelope checks of the 2026-07-28 revision (request headers,
+/// protocol version, `_meta`), in the order
 /// the official suite expects: header/body agreement, then the version, then
 /// the rest of the envelope.
 fn validate(req: &Request, h: &HeaderMap, state: &AppState) -> Result<StatelessMeta, HttpError> {

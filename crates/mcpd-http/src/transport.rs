@@ -1,5 +1,6 @@
 //! The Streamable HTTP transport: `POST`, `GET` and `DELETE` on the MCP
-//! endpoint, as `spec/streamable-http.md` lays them out, check by check in
+//! endpoint, as the transport specification lays them out
+//! (https://modelcontextprotocol.io/specification/2025-11-25/basic/transports), check by check in
 //! the SDKs' order. It holds no session state: it turns HTTP into messages
 //! for a [`mcpd_core::SessionHandle`] and the session's stream back into HTTP.
 

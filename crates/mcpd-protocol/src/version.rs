@@ -21,10 +21,10 @@ impl ProtocolVersion {
     pub const SUPPORTED: [ProtocolVersion; 3] =
         [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
     pub const LATEST: ProtocolVersion = Self::V2025_11_25;
-    /// The revision assumed when a request names none (streamable-http.md §9).
+    /// The revision assumed when a request names none (the transports specification: 2025-03-26 when a request names none).
     pub const DEFAULT_WITHOUT_HEADER: ProtocolVersion = Self::V2025_03_26;
     /// Stateless-era revisions, served per request.
-    pub const MODERN: [ProtocolVersion; 1] = [Self::V2026_07_28];
+    pub const STATELESS: [ProtocolVersion; 1] = [Self::V2026_07_28];
     /// Every revision this server speaks, newest first (`server/discover`,
     /// `-32022` errors).
     pub const ALL: [ProtocolVersion; 4] = [
@@ -63,7 +63,7 @@ impl ProtocolVersion {
 
     /// Parses a stateless-era revision.
     pub fn parse_stateless(s: &str) -> Option<Self> {
-        Self::parse(s).filter(|v| Self::MODERN.contains(v))
+        Self::parse(s).filter(|v| Self::STATELESS.contains(v))
     }
 
     /// True for the stateless era.

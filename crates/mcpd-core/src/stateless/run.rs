@@ -41,6 +41,7 @@ impl Stateless {
         {
             Ok(a) => a,
             Err(e) => {
+                self.server.watch(&req, None).finish(&Err::<(), _>(()));
                 let _ = tx.try_send(StreamItem::Json {
                     data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
                     error: Some(e.code),
@@ -79,6 +80,7 @@ impl Stateless {
             }),
             Plan::Task => return self.run_task(req, meta, caller, tx, rx),
             Plan::Refuse(e) => {
+                self.server.watch(&req, None).finish(&Err::<(), _>(()));
                 let _ = tx.try_send(StreamItem::Json {
                     data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
                     error: Some(e.code),
@@ -211,6 +213,7 @@ impl Stateless {
             let running = match tasks.create(&tool, &caller).await {
                 Ok(r) => r,
                 Err(e) => {
+                    this.server.watch(&req, None).finish(&Err::<(), _>(()));
                     let e = this.decorate(None, Err(e)).unwrap_err();
                     let _ = tx
                         .send(StreamItem::Json {

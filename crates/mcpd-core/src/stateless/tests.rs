@@ -2,7 +2,7 @@
 //! gets (`decorate`, `server/discover`), the `_meta` envelope, and the
 //! sealed `requestState` of multi round-trip requests (what it is bound
 //! to, what a retry brings back). Section numbers are those of
-//! `spec/revision-2026-07-28.md`.
+//! the 2026-07-28 revision (https://modelcontextprotocol.io/specification/2026-07-28).
 //!
 //! Layout: this file builds a [`Stateless`] entry with a known key ring
 //! and cache hints; `tests/decorate.rs` is what every result gets,

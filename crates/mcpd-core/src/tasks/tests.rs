@@ -1,8 +1,8 @@
 //! The task service without HTTP, Redis or another process: how a
 //! `tools/call` is planned, and `tasks/get`, `tasks/update` and
 //! `tasks/cancel` served from the memory store on a single replica.
-//! Section numbers are those of the Tasks extension digest
-//! (`spec/tasks-extension.md`).
+//! Rules are those of the Tasks extension (SEP-2663,
+//! `io.modelcontextprotocol/tasks`), numbered as in the project's digest of it.
 //!
 //! Layout: this file builds the service and talks to it as a client
 //! would; `tests/plan.rs` is how a `tools/call` is planned,

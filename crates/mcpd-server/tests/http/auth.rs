@@ -1,4 +1,5 @@
-//! mcpd as an OAuth 2.1 resource server (`spec/authorization.md` §10): a
+//! mcpd as an OAuth 2.1 resource server (MCP authorization,
+//! https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization): a
 //! JWKS endpoint on loopback serving keys generated here, tokens minted
 //! here, and the exact status and `WWW-Authenticate` for each case. Also
 //! session binding, scopes, rate limits and CORS.

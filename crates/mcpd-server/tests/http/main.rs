@@ -2,8 +2,9 @@
 //! ephemeral port per test, spoken to with raw HTTP so status codes, headers
 //! and SSE framing are asserted exactly.
 //!
-//! The test ideas of `spec/streamable-http.md` §14 and
-//! `spec/lifecycle-and-features.md` §10 are each covered; the item numbers
+//! The project's test ideas for the Streamable HTTP transport and for the
+//! lifecycle and features (MCP 2025-11-25,
+//! https://modelcontextprotocol.io/specification/2025-11-25) are each covered; the item numbers
 //! are in the test's doc comment (`S<n>` and `L<n>`).
 //!
 //! - [`server`]: [`TestServer`], the mcpd `main` runs, in-process on an
@@ -31,7 +32,7 @@
 //!   streams resumed on a second process sharing Redis.
 //! - [`startup`]: the stores reached before the port is bound, `MCPD_*`
 //!   variables naming no key, what `--check-config` checks (#37).
-//! - [`stateless`]: the 2026-07-28 era (`revision-2026-07-28.md` §13,
+//! - [`stateless`]: the 2026-07-28 era (the 2026-07-28 test ideas,
 //!   items `R<n>`): headers, `_meta`, MRTR, listen, both eras at once.
 //! - [`redis_store`]: mcpd SIGKILLed and restarted on Redis, Redis killed or
 //!   stalled under mcpd, a real Redis Cluster.

@@ -1,5 +1,5 @@
 //! The stateless era (MCP 2026-07-28) on the same endpoint: one test or
-//! more per test idea of `revision-2026-07-28.md` §13, each naming its item
+//! more per test idea of the 2026-07-28 revision, each naming its item
 //! (`R13.<n>`) in its doc comment. Every request is built the way the spec's
 //! `H` + `M` describe (see [`req`] and [`h`]).
 //!
@@ -1965,6 +1965,15 @@ async fn a_question_is_counted_as_input_required_not_as_a_cancellation() {
     let params = tool("ask_user", json!({"question":"Colour?"}), json!({}));
     let r = post(&c, &req(5, "tools/call", params)).await;
     assert_eq!(error_code(&response(&r, &json!(5))), -32021);
+    // Refused before dispatch (an unreadable requestState): counted too.
+    let params = tool(
+        "ask_user",
+        json!({"question":"Colour?"}),
+        json!({"elicitation":{}}),
+    );
+    let retry = retry_params(&params, None, Some(&json!("garbage")));
+    let r = post(&c, &req(6, "tools/call", retry)).await;
+    assert_eq!(error_code(&response(&r, &json!(6))), -32602);
 
     let text = scrape(&admin).await;
     let calls = |o: &str| {
@@ -1986,7 +1995,7 @@ async fn a_question_is_counted_as_input_required_not_as_a_cancellation() {
     );
     assert_eq!(calls("input_required"), 2.0, "one round each:\n{text}");
     assert_eq!(calls("ok"), 2.0, "{text}");
-    assert_eq!(calls("error"), 1.0, "the refused round:\n{text}");
+    assert_eq!(calls("error"), 2.0, "the two refused rounds:\n{text}");
     for t in ["ask_user", "inner__ask_user"] {
         assert_eq!(tool_calls(t, "input_required"), 1.0, "{t}:\n{text}");
         assert_eq!(tool_calls(t, "ok"), 1.0, "{t}:\n{text}");

@@ -1,5 +1,5 @@
 //! The Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28): one
-//! test or more per rule group and test idea of `tasks-extension.md`
+//! test or more per rule group and test idea of the Tasks extension (SEP-2663)
 //! (`T13.<n>` in the doc comments), each on the memory store and on a real
 //! Redis. The multi-replica guarantees are in `tasks_scaleout.rs`.
 //!
