@@ -630,11 +630,7 @@ async fn a_cancelled_request_stays_unanswered_when_its_stream_is_resumed() {
         )
         .await;
     }
-    let responses: Vec<Value> = seen
-        .iter()
-        .filter_map(SseEvent::json)
-        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-        .collect();
+    let responses = responses_in(&seen);
     assert!(
         responses.is_empty(),
         "a cancelled request got a response: {responses:?}"

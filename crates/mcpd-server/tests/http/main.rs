@@ -218,6 +218,15 @@ pub async fn next_event(s: &mut SseStream) -> SseEvent {
 }
 
 /// The next JSON-RPC message of `s`, skipping priming events.
+/// The JSON-RPC responses (results and errors) among `events`.
+pub fn responses_in(events: &[SseEvent]) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(SseEvent::json)
+        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
+        .collect()
+}
+
 pub async fn next_message(s: &mut SseStream) -> (SseEvent, Value) {
     loop {
         let e = next_event(s).await;

@@ -565,11 +565,7 @@ async fn a_cancellation_posted_to_another_replica_stops_the_call() {
         "the countdown ran to its end ({last_step} steps) after the cancellation\n{}",
         cl.logs_tail(4000)
     );
-    let responses: Vec<Value> = rest
-        .iter()
-        .filter_map(SseEvent::json)
-        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-        .collect();
+    let responses = responses_in(&rest);
     assert!(
         responses.is_empty(),
         "a cancelled request got a response: {responses:?}\n{}",
@@ -600,11 +596,7 @@ async fn a_cancellation_posted_to_another_replica_stops_the_call() {
         let what = "the resumed stream's end";
         resumed.extend(bounded(&cl, WAIT, what, events.collect_all(WAIT)).await);
     }
-    let responses: Vec<Value> = resumed
-        .iter()
-        .filter_map(SseEvent::json)
-        .filter(|m| m.get("result").is_some() || m.get("error").is_some())
-        .collect();
+    let responses = responses_in(&resumed);
     assert!(
         responses.is_empty(),
         "a resumed cancelled request got a response: {responses:?}\n{}",
