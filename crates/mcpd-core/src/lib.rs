@@ -35,6 +35,7 @@ pub mod dispatch;
 pub mod feed;
 pub mod forward;
 pub mod handler;
+pub mod inbox;
 pub mod lifecycle;
 pub mod limits;
 pub mod listen;

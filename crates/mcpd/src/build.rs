@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use mcpd_core::cluster::{Control, Inbox};
-use mcpd_core::{McpServer, Node, Registry, SessionTable, Stateless, Stats};
+use mcpd_core::inbox::ReplicaInbox;
+use mcpd_core::{McpServer, Node, Registry, Stateless, Stats};
 use mcpd_protocol::types::Implementation;
 use mcpd_store::RedisStore;
 
@@ -119,30 +119,9 @@ pub(crate) fn build_on(
     stores
         .cluster
         .clone()
-        .start(Arc::new(Tables { tables, tasks }));
+        .start(Arc::new(ReplicaInbox::new(tables, tasks)));
     stores.share(config);
     Ok(core)
-}
-
-/// Every endpoint's session table and the task service, as the one inbox
-/// of the process.
-struct Tables {
-    tables: Vec<Arc<SessionTable>>,
-    tasks: Option<Arc<mcpd_core::Tasks>>,
-}
-
-impl Inbox for Tables {
-    /// A task's to the task service; a session's to the table that holds
-    /// it; one that none holds (an `End` or `Reload` is acknowledged all
-    /// the same) to the first.
-    fn deliver(&self, msg: Control) {
-        if self.tasks.as_ref().is_some_and(|t| t.on_control(&msg)) {
-            return;
-        }
-        let held = |t: &&Arc<SessionTable>| msg.session().is_some_and(|s| t.get(s).is_some());
-        let table = self.tables.iter().find(held).unwrap_or(&self.tables[0]);
-        table.deliver(msg);
-    }
 }
 
 /// The session-era and stateless-era core of one endpoint serving `server`.
