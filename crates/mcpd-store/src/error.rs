@@ -15,6 +15,6 @@ pub enum StoreError {
     #[error("event {after} is ahead of the stream (last: {last})")]
     Ahead { after: u64, last: u64 },
     /// The backend failed (connection, timeout).
-    #[error("event store unavailable: {0}")]
+    #[error("store unavailable: {0}")]
     Unavailable(String),
 }
