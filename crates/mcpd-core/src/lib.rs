@@ -25,7 +25,7 @@
 //!   record), used by the stateless era.
 //! - [`stateless`], [`listen`]: the 2026-07-28 era's way in;
 //!   [`channel`]: the session era over one channel (stdio, HTTP+SSE).
-//! - [`node`]: one process's core, wired ([`Node`]).
+//! - [`node`]: one endpoint's core, wired ([`Node`]); [`inbox`]: the replica's one inbox.
 
 pub mod caller;
 pub mod channel;

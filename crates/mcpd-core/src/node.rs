@@ -1,6 +1,7 @@
-//! One mcpd process's core, wired once: the server (catalogue, limits,
-//! dispatch), the session table, the change feed, the cluster and the
-//! lifecycle. Transports hold an `Arc<Node>` and reach each part by name.
+//! One endpoint's core on this replica (`/mcp`, or a gateway pass-through
+//! endpoint), wired once: the server (catalogue, limits, dispatch), the
+//! session table, the change feed, the cluster and the lifecycle.
+//! Transports hold an `Arc<Node>` and reach each part by name.
 
 use std::sync::Arc;
 

@@ -106,7 +106,7 @@ pub struct SessionActor {
     /// Stopped because it was idle too long (not deleted, not shut down).
     expired: bool,
     /// A check that replicas serving resumed streams live is running.
-    watching: bool,
+    checking_owners: bool,
     /// The last append failed even after holding its events: later ones
     /// are tried once, not held, until one succeeds.
     log_failing: bool,
@@ -196,7 +196,7 @@ impl SessionActor {
             last_activity: Instant::now(),
             last_touch: Instant::now(),
             expired: false,
-            watching: false,
+            checking_owners: false,
             log_failing: false,
             changes: Vec::new(),
         }

@@ -97,7 +97,7 @@ pub struct Streams {
     outbox: Vec<Out>,
     effects: Vec<Effect>,
     /// The replica holding the session's GET connection, when known.
-    get_owner: Option<String>,
+    get_holder: Option<String>,
     /// Log-numbered streams some of whose events the log never stored: a
     /// gap record goes before their next event.
     gaps: Vec<Arc<str>>,
@@ -118,7 +118,7 @@ impl Streams {
             map,
             outbox: Vec::new(),
             effects: Vec::new(),
-            get_owner: None,
+            get_holder: None,
             gaps: Vec::new(),
         }
     }

@@ -23,7 +23,7 @@ pub struct Core {
     pub redis: Option<Arc<RedisStore>>,
 }
 
-/// Builds the catalogue, stores, session manager and stateless era from
+/// Builds the catalogue, stores, endpoint cores and stateless era from
 /// `config`, and starts background tasks (and the gateway's upstreams).
 /// Must be called inside an actix system.
 pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Core> {

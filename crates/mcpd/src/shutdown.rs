@@ -72,7 +72,7 @@ impl StopHandle {
         }
     }
 
-    /// The main endpoint's session manager.
+    /// The main endpoint's core.
     pub(crate) fn node(&self) -> &Arc<Node> {
         &self.nodes[0]
     }

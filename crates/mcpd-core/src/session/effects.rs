@@ -13,7 +13,7 @@ use super::SessionActor;
 use crate::streams::{Batch, Effect, Purpose};
 
 /// How often a replica checks that the one serving a resumed stream lives.
-const WATCH_EVERY: Duration = Duration::from_secs(2);
+const CHECK_OWNERS_EVERY: Duration = Duration::from_secs(2);
 
 // === impl SessionActor ===
 
@@ -42,7 +42,7 @@ impl SessionActor {
             Effect::WakeGetHolder => cluster.wake_get_holder(&self.id),
             Effect::Tail { owner, stream } => cluster.tail(&self.id, &owner, &stream),
             Effect::Gone { replica, stream } => cluster.gone(&self.id, &replica, &stream),
-            Effect::Watch => self.watch(ctx),
+            Effect::CheckOwners => self.check_owners(ctx),
         }
     }
 
@@ -141,11 +141,11 @@ impl SessionActor {
     /// control message lost while the store was away delays the stream at
     /// most one interval. One check per session, started by its first such
     /// stream.
-    fn watch(&mut self, ctx: &mut Context<Self>) {
-        if std::mem::replace(&mut self.watching, true) {
+    fn check_owners(&mut self, ctx: &mut Context<Self>) {
+        if std::mem::replace(&mut self.checking_owners, true) {
             return;
         }
-        ctx.run_interval(WATCH_EVERY, |act, ctx| {
+        ctx.run_interval(CHECK_OWNERS_EVERY, |act, ctx| {
             for (stream, owner) in act.streams.foreign_owners() {
                 let cluster = act.env.cluster.clone();
                 let asked = owner.clone();

@@ -126,7 +126,7 @@ impl Streams {
                 });
             }
             if &*stream == GET_STREAM {
-                match &self.get_owner {
+                match &self.get_holder {
                     Some(o) if o == self.me() => {}
                     Some(o) => self.effects.push(Effect::Wake {
                         replica: o.clone(),

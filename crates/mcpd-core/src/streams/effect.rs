@@ -38,7 +38,7 @@ pub enum Effect {
     /// A stream is served by another replica: check now and then that the
     /// replicas of [`super::Streams::foreign_owners`] are alive, and call
     /// [`super::Streams::owner_died`] for a dead one's streams.
-    Watch,
+    CheckOwners,
 }
 
 /// Why a stream's events are read.

@@ -103,7 +103,7 @@ impl Streams {
 
     /// This replica now holds the GET connection.
     pub(super) fn claim_get(&mut self) {
-        self.get_owner = Some(self.me().to_owned());
+        self.get_holder = Some(self.me().to_owned());
         self.effects.push(Effect::ClaimGet);
     }
 
@@ -114,7 +114,7 @@ impl Streams {
                 st.delivery = Delivery::Direct { writer: None };
             }
         }
-        self.get_owner = Some(to);
+        self.get_holder = Some(to);
     }
 
     /// A replica delivering `stream` wants to be woken when it grows.

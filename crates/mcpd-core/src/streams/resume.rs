@@ -170,7 +170,7 @@ impl Streams {
                     owner: meta.owner.clone(),
                     stream: stream.clone(),
                 });
-                self.effects.push(Effect::Watch);
+                self.effects.push(Effect::CheckOwners);
                 // Catch what was appended before the owner heard of us.
                 self.pull(stream.clone());
             } else {

@@ -621,7 +621,7 @@ fn resuming_a_stream_a_live_replica_serves_follows_it_from_the_log() {
     assert!(
         matches!(
             &effects[..],
-            [Effect::Tail { owner, .. }, Effect::Watch, Effect::Read { purpose: Purpose::Pull, .. }] if owner == "other"
+            [Effect::Tail { owner, .. }, Effect::CheckOwners, Effect::Read { purpose: Purpose::Pull, .. }] if owner == "other"
         ),
         "{effects:?}"
     );
