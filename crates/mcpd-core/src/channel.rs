@@ -6,11 +6,10 @@
 //! transport, so they live here, once; each transport only reads its
 //! input, writes what this gives it, and says how it refuses.
 
-use std::future::Future;
-
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::{self, Body, Message, Request};
 use mcpd_protocol::RequestId;
+use tokio::sync::mpsc;
 
 use crate::caller::Caller;
 use crate::lifecycle::{admit, Admission, InitializeError, LifecycleError};
@@ -94,16 +93,16 @@ pub async fn open(node: &Node, r: Request, caller: &Caller) -> Result<Opened, Op
     })
 }
 
-/// Copies the session's messages to the client with `send`, in order,
-/// until the stream ends (the session is over, or cut the client off for
-/// falling behind: a channel cannot resume) or `send` answers `false` (the
-/// client is gone). A `send` waiting on a client that stopped reading is
-/// given up once the session is over.
-pub async fn relay<F, Fut>(mut messages: StreamReceiver, mut send: F)
-where
-    F: FnMut(Bytes) -> Fut,
-    Fut: Future<Output = bool>,
-{
+/// Copies the session's messages to `out`, each as `frame` writes it for
+/// the transport, in order, until the stream ends (the session is over, or
+/// cut the client off for falling behind: a channel cannot resume) or `out`
+/// closes (the client is gone). A send waiting on a client that stopped
+/// reading is given up once the session is over.
+pub async fn relay(
+    mut messages: StreamReceiver,
+    out: mpsc::Sender<Bytes>,
+    frame: fn(Bytes) -> Bytes,
+) {
     while let Some(item) = messages.recv().await {
         let data = match item {
             StreamItem::Event { data, .. } | StreamItem::Json { data, .. } if !data.is_empty() => {
@@ -112,7 +111,7 @@ where
             _ => continue,
         };
         let sent = tokio::select! {
-            sent = send(data) => sent,
+            sent = out.send(frame(data)) => sent.is_ok(),
             () = std::future::poll_fn(|cx| messages.poll_senders_gone(cx)) => false,
         };
         if !sent {

@@ -186,7 +186,8 @@ fn forward(
     Box::pin(async move { f.request(&method, params, ctx).await })
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
+/// A typed result as the JSON a response carries.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
     serde_json::to_value(v)
         .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
 }

@@ -205,11 +205,7 @@ async fn initialize(
             // client off for falling behind: it cannot resume), the SSE
             // response ends too, and with it the session.
             actix_web::rt::spawn(async move {
-                channel::relay(opened.messages, |data| {
-                    let tx = tx.clone();
-                    async move { tx.send(message_event(&data)).await.is_ok() }
-                })
-                .await;
+                channel::relay(opened.messages, tx, |data| message_event(&data)).await;
                 // Ended here, not when the response is dropped: a client
                 // that stopped reading may keep its connection a while.
                 ended.notify_one();

@@ -76,11 +76,8 @@ pub async fn serve(node: Arc<Node>, max_line: usize) -> std::io::Result<()> {
             Step::Initialize(r) => match channel::open(&node, r, &Default::default()).await {
                 Ok(opened) => {
                     let _ = out.send(Bytes::from(opened.response)).await;
-                    let out = out.clone();
-                    actix_rt::spawn(channel::relay(opened.messages, move |data| {
-                        let out = out.clone();
-                        async move { out.send(data).await.is_ok() }
-                    }));
+                    // One JSON-RPC message a line: the writer adds the newline.
+                    actix_rt::spawn(channel::relay(opened.messages, out.clone(), |data| data));
                     session = Some(opened.session);
                 }
                 Err(OpenError::Initialize(id, e)) => {

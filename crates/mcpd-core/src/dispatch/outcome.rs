@@ -144,9 +144,21 @@ impl Watch {
     }
 
     /// Counts the answer (`ok` or `error`).
-    pub fn finish<T, E>(mut self, answer: &Result<T, E>) {
-        self.outcome
-            .finish(if answer.is_ok() { "ok" } else { "error" });
+    pub fn finish<T, E>(self, answer: &Result<T, E>) {
+        match answer {
+            Ok(_) => self.ok(),
+            Err(_) => self.error(),
+        }
+    }
+
+    /// Counts a result.
+    pub fn ok(mut self) {
+        self.outcome.finish("ok");
+    }
+
+    /// Counts an error (a refusal).
+    pub fn error(mut self) {
+        self.outcome.finish("error");
     }
 }
 

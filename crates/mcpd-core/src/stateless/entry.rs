@@ -33,7 +33,7 @@ impl Stateless {
         };
         let watch = || self.server.watch(&req, None);
         let refuse = |e: ErrorObject| {
-            watch().finish(&Err::<(), _>(()));
+            watch().error();
             Answer::Refused(e)
         };
         let declares_tasks = || {
@@ -44,7 +44,7 @@ impl Stateless {
             Route::Catalog => Answer::Stream(self.run(req, meta, caller)),
             Route::Refuse(e) => refuse(e),
             Route::Discover => {
-                watch().finish(&Ok::<_, ()>(()));
+                watch().ok();
                 Answer::Stream(self.answered(&req.id, Ok(self.discover())))
             }
             // Task status notifications are not offered (the ack names
@@ -53,7 +53,7 @@ impl Stateless {
                 refuse(ErrorObject::missing_extension(m::TASKS_EXTENSION))
             }
             Route::Listen => {
-                watch().finish(&Ok::<_, ()>(()));
+                watch().ok();
                 Answer::Stream(self.listen(req))
             }
             // -32021 for a request that does not declare the extension,
@@ -82,7 +82,11 @@ impl Stateless {
     }
 
     /// A stream holding one JSON answer.
-    fn answered(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> StreamReceiver {
+    pub(super) fn answered(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) -> StreamReceiver {
         let (tx, rx) = self.channel();
         let _ = tx.try_send(StreamItem::Json {
             data: Bytes::from(jsonrpc::outcome_bytes(id, &outcome)),

@@ -16,8 +16,9 @@ use super::peer::{to_bytes, Escalation, Mrtr, StatelessPeer};
 use super::{Stateless, StatelessMeta};
 use crate::caller::Caller;
 use crate::context::{ContextParts, RequestContext};
+use crate::dispatch::to_json;
 use crate::request::RequestActor;
-use crate::stream::{StreamItem, StreamReceiver, StreamSender};
+use crate::stream::{StreamItem, StreamReceiver};
 use crate::tasks::{Plan, RunningTask, Tasks};
 
 impl Stateless {
@@ -31,7 +32,6 @@ impl Stateless {
         caller: Caller,
     ) -> StreamReceiver {
         let limits = &self.server.limits;
-        let (tx, rx) = self.channel();
         let method = req.kind;
         let id = req.id.clone();
         let binding = binding(&req, &caller);
@@ -41,12 +41,8 @@ impl Stateless {
         {
             Ok(a) => a,
             Err(e) => {
-                self.server.watch(&req, None).finish(&Err::<(), _>(()));
-                let _ = tx.try_send(StreamItem::Json {
-                    data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
-                    error: Some(e.code),
-                });
-                return rx;
+                self.server.watch(&req, None).error();
+                return self.answered(&id, Err(e));
             }
         };
         // A call routed to an upstream (`server_id`) is not a local tool's.
@@ -78,16 +74,13 @@ impl Stateless {
                 starting: tokio::sync::Mutex::new(()),
                 escalated: Notify::new(),
             }),
-            Plan::Task => return self.run_task(req, meta, caller, tx, rx),
+            Plan::Task => return self.run_task(req, meta, caller),
             Plan::Refuse(e) => {
-                self.server.watch(&req, None).finish(&Err::<(), _>(()));
-                let _ = tx.try_send(StreamItem::Json {
-                    data: to_bytes(&jsonrpc::error_response(Some(&id), &e)),
-                    error: Some(e.code),
-                });
-                return rx;
+                self.server.watch(&req, None).error();
+                return self.answered(&id, Err(e));
             }
         };
+        let (tx, rx) = self.channel();
         let escalation = escalation.map(Arc::new);
         // A request that may become a task runs as long as a task may
         // (tasks.max_run_secs, within the record's TTL).
@@ -198,9 +191,8 @@ impl Stateless {
         req: Request,
         meta: StatelessMeta,
         caller: Caller,
-        tx: StreamSender,
-        rx: StreamReceiver,
     ) -> StreamReceiver {
+        let (tx, rx) = self.channel();
         let Some(tasks) = self.tasks.clone() else {
             return rx;
         };
@@ -213,7 +205,7 @@ impl Stateless {
             let running = match tasks.create(&tool, &caller).await {
                 Ok(r) => r,
                 Err(e) => {
-                    this.server.watch(&req, None).finish(&Err::<(), _>(()));
+                    this.server.watch(&req, None).error();
                     let e = this.decorate(None, Err(e)).unwrap_err();
                     let _ = tx
                         .send(StreamItem::Json {
@@ -346,8 +338,7 @@ impl Stateless {
         }
         let result =
             InputRequiredResult::new(state.inputs.clone(), self.keys.seal(&answers, binding));
-        serde_json::to_value(result)
-            .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
+        to_json(&result)
     }
 }
 

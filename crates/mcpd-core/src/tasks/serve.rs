@@ -17,6 +17,7 @@ use super::clock::now_ms;
 use super::{unavailable, wire, Tasks};
 use crate::caller::Caller;
 use crate::cluster::Control;
+use crate::dispatch::to_json;
 
 // === impl Tasks ===
 
@@ -171,11 +172,6 @@ fn check_answer(key: &str, question: &Bytes, answer: &Value) -> Result<(), Error
             "inputResponses[\"{key}\"] is not a valid {method} result: {e}"
         ))
     })
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ErrorObject> {
-    serde_json::to_value(v)
-        .map_err(|e| ErrorObject::internal(format!("could not serialise result: {e}")))
 }
 
 #[cfg(test)]
