@@ -164,12 +164,12 @@ pub fn retry_after_secs(d: Duration) -> u64 {
 
 /// The HTTP status of a 2026-07-28 request refused before anything ran:
 /// an unknown method is 404 (what tells a 2026-07-28 server from a legacy
-/// HTTP+SSE one), a missing capability or extension and bad params 400.
+/// HTTP+SSE one); any other refusal as the same error answered later
+/// (a missing extension 400, an unknown `server_id` in-band).
 pub fn status_of_refusal(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-        ErrorCode::OVERLOADED => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::BAD_REQUEST,
+        code => status_of_answer(None, Some(code)),
     }
 }
 

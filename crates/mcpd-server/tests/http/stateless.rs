@@ -2003,3 +2003,31 @@ async fn a_question_is_counted_as_input_required_not_as_a_cancellation() {
     }
     assert_eq!(sample(&text, "mcpd_requests_in_flight"), 0.0, "{text}");
 }
+
+/// A request routed to an upstream that does not exist (`server_id`) is
+/// answered in-band, -32001 naming it, with HTTP 200 (as before the one
+/// router); a method this era lacks is still 404.
+#[tokio::test]
+async fn an_unknown_server_id_is_answered_in_band() {
+    let s = TestServer::start();
+    let c = s.client();
+    let mut body = req(
+        1,
+        "tools/call",
+        tool("echo", json!({"message": "x"}), json!({})),
+    );
+    body["server_id"] = json!("nope");
+    let r = post(&c, &body).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let m = response(&r, &json!(1));
+    assert_eq!(error_code(&m), -32001, "{m}");
+    assert!(
+        m["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("'nope'"),
+        "{m}"
+    );
+    let r = post(&c, &req(2, "ping", json!({}))).await;
+    assert_eq!(r.status, 404, "{r:?}");
+}
