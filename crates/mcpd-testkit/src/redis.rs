@@ -180,14 +180,19 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
+fn port_is_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
 impl RedisCluster {
     pub fn start() -> Self {
         let dir = TempDir::new("redis-cluster");
-        // Cluster bus ports are port + 10000: keep ports low enough.
+        // Cluster bus ports are port + 10000: keep ports low enough, and
+        // take a port only when its bus port is free too.
         let mut ports = Vec::new();
         while ports.len() < 3 {
             let p = free_port();
-            if p < 55000 && !ports.contains(&p) {
+            if p < 55000 && !ports.contains(&p) && port_is_free(p + 10000) {
                 ports.push(p);
             }
         }
@@ -234,14 +239,22 @@ impl RedisCluster {
             "cluster create failed: {}",
             String::from_utf8_lossy(&out.stdout)
         );
-        let first = ports[0];
-        wait_until("cluster_state:ok", || {
-            Command::new("redis-cli")
-                .args(["-p", &first.to_string(), "cluster", "info"])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok"))
-                .unwrap_or(false)
-        });
+        // Every node, not just the first, must see all slots served: a
+        // node that has not heard yet answers CLUSTERDOWN.
+        for p in &ports {
+            wait_until("cluster_state:ok on every node", || {
+                Command::new("redis-cli")
+                    .args(["-p", &p.to_string(), "cluster", "info"])
+                    .output()
+                    .map(|o| {
+                        let info = String::from_utf8_lossy(&o.stdout);
+                        info.contains("cluster_state:ok")
+                            && info.contains("cluster_slots_ok:16384")
+                            && info.contains("cluster_known_nodes:3")
+                    })
+                    .unwrap_or(false)
+            });
+        }
         Self {
             _dir: dir,
             children,
