@@ -17,6 +17,7 @@ use mcpd_protocol::types::{
     JsonObject, ListRootsResult, LoggingLevel, ProgressParams, ProgressToken,
 };
 use mcpd_protocol::{ErrorObject, ProtocolVersion, RequestId};
+use mcpd_store::{SessionId, TaskId};
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -89,12 +90,12 @@ pub trait Peer: Send + Sync + 'static {
     /// client's connection and let it resume later (2025-11-25 SSE polling).
     async fn release_connection(&self) {}
     /// The task this request runs as, if it is one.
-    fn task_id(&self) -> Option<&str> {
+    fn task_id(&self) -> Option<&TaskId> {
         None
     }
     /// Turns the request into a task (see [`RequestContext::start_task`]).
-    async fn start_task(&self) -> Result<Option<String>, PeerError> {
-        Ok(self.task_id().map(str::to_owned))
+    async fn start_task(&self) -> Result<Option<TaskId>, PeerError> {
+        Ok(self.task_id().cloned())
     }
     /// Whether [`Self::start_task`] can make this request a task.
     fn may_start_task(&self) -> bool {
@@ -125,7 +126,7 @@ struct Inner {
     progress_token: Option<ProgressToken>,
     client_capabilities: Arc<ClientCapabilities>,
     protocol_version: ProtocolVersion,
-    session_id: Option<Arc<str>>,
+    session_id: Option<SessionId>,
     peer: Arc<dyn Peer>,
     ask_timeout: Duration,
     caller: Caller,
@@ -141,7 +142,7 @@ pub struct ContextParts {
     pub progress_token: Option<ProgressToken>,
     pub client_capabilities: Arc<ClientCapabilities>,
     pub protocol_version: ProtocolVersion,
-    pub session_id: Option<Arc<str>>,
+    pub session_id: Option<SessionId>,
     pub peer: Arc<dyn Peer>,
     pub ask_timeout: Duration,
     pub caller: Caller,
@@ -387,7 +388,7 @@ impl RequestContext {
 
     /// The id of the task this request runs as (the Tasks extension), or
     /// `None` while the client waits for its result.
-    pub fn task_id(&self) -> Option<&str> {
+    pub fn task_id(&self) -> Option<&TaskId> {
         self.inner.peer.task_id()
     }
 
@@ -402,7 +403,7 @@ impl RequestContext {
     /// `Ok(None)`: the request cannot become a task (the client did not
     /// declare the extension, or another era): go on and return the
     /// result. `Err`: the task could not be created (a limit, the store).
-    pub async fn start_task(&self) -> Result<Option<String>, PeerError> {
+    pub async fn start_task(&self) -> Result<Option<TaskId>, PeerError> {
         self.inner.peer.start_task().await
     }
 

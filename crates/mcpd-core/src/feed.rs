@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use dashmap::DashMap;
+use mcpd_store::SessionId;
 
 use crate::registry::Change;
 
@@ -26,7 +27,7 @@ pub trait Audience {
     /// Hands `change` to every session.
     fn to_all(&self, change: &Change);
     /// Hands `change` to the sessions named in `ids`.
-    fn to_some(&self, ids: &HashSet<Arc<str>>, change: &Change);
+    fn to_some(&self, ids: &HashSet<SessionId>, change: &Change);
 }
 
 struct Listener {
@@ -39,7 +40,7 @@ struct Listener {
 #[derive(Default)]
 pub struct ChangeFeed {
     /// Resource URI → sessions subscribed to it.
-    subscriptions: DashMap<String, HashSet<Arc<str>>>,
+    subscriptions: DashMap<String, HashSet<SessionId>>,
     /// Open `subscriptions/listen` streams (stateless era).
     listeners: DashMap<u64, Listener>,
     next_listener: AtomicU64,
@@ -68,14 +69,14 @@ impl ChangeFeed {
         }
     }
 
-    pub fn subscribe(&self, uri: &str, session: &Arc<str>) {
+    pub fn subscribe(&self, uri: &str, session: &SessionId) {
         self.subscriptions
             .entry(uri.to_owned())
             .or_default()
             .insert(session.clone());
     }
 
-    pub fn unsubscribe(&self, uri: &str, session: &Arc<str>) {
+    pub fn unsubscribe(&self, uri: &str, session: &SessionId) {
         if let Some(mut set) = self.subscriptions.get_mut(uri) {
             set.remove(session);
         }
@@ -126,7 +127,7 @@ mod tests {
         fn to_all(&self, change: &Change) {
             self.0.lock().unwrap().push(format!("all {change:?}"));
         }
-        fn to_some(&self, ids: &HashSet<Arc<str>>, change: &Change) {
+        fn to_some(&self, ids: &HashSet<SessionId>, change: &Change) {
             let mut ids: Vec<_> = ids.iter().map(|s| s.to_string()).collect();
             ids.sort();
             self.0.lock().unwrap().push(format!("{ids:?} {change:?}"));
@@ -136,7 +137,7 @@ mod tests {
     #[test]
     fn resource_updates_reach_only_subscribers() {
         let feed = ChangeFeed::new();
-        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        let (a, b) = (SessionId::from("a"), SessionId::from("b"));
         feed.subscribe("file:///x", &a);
         feed.subscribe("file:///x", &b);
         feed.subscribe("file:///y", &b);
@@ -158,7 +159,7 @@ mod tests {
     #[test]
     fn the_last_unsubscribe_forgets_the_uri() {
         let feed = ChangeFeed::new();
-        let a: Arc<str> = Arc::from("a");
+        let a = SessionId::from("a");
         feed.subscribe("u", &a);
         feed.unsubscribe("u", &a);
         assert!(feed.subscriptions.is_empty());

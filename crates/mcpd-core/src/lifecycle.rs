@@ -10,7 +10,7 @@ use mcpd_protocol::jsonrpc::{self, Message, Request};
 use mcpd_protocol::methods::Handler;
 use mcpd_protocol::types::{parse_params_owned, InitializeParams, InitializeResult, JsonObject};
 use mcpd_protocol::{ErrorCode, ErrorObject, ProtocolVersion};
-use mcpd_store::{EventLog, SessionDirectory, StoreError};
+use mcpd_store::{EventLog, SessionDirectory, SessionId, StoreError};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tracing::Instrument;
@@ -224,11 +224,11 @@ impl Lifecycle {
         {
             return Err(InitializeError::TooManyForClient(per_client));
         }
-        let id: Arc<str> = Arc::from(uuid::Uuid::new_v4().simple().to_string());
+        let id = SessionId::from(uuid::Uuid::new_v4().simple().to_string());
         // A pass-through server answers with its upstream's identity.
         let upstream = match &self.server.forward_all {
             Some(f) => Some(
-                f.handshake(Some(&id))
+                f.handshake(Some(id.as_str()))
                     .await
                     .map_err(InitializeError::Upstream)?,
             ),

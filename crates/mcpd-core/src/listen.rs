@@ -142,7 +142,7 @@ impl ListenActor {
                 .unwrap_or_default(),
         );
         match self.writer.try_send(StreamItem::Event {
-            id: String::new(),
+            id: None,
             data,
             retry_ms: None,
         }) {
@@ -195,7 +195,7 @@ impl Handler<EndListen> for ListenActor {
         };
         let data = Bytes::from(jsonrpc::result_bytes(&self.id, &result));
         let _ = self.writer.try_send(StreamItem::Event {
-            id: String::new(),
+            id: None,
             data,
             retry_ms: None,
         });

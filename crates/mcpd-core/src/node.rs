@@ -116,8 +116,8 @@ impl Node {
 
 /// A fresh replica id: unique per process start, short enough to embed in
 /// ids sent to clients.
-pub fn new_replica_id() -> String {
+pub fn new_replica_id() -> mcpd_store::ReplicaId {
     let mut s = uuid::Uuid::new_v4().simple().to_string();
     s.truncate(12);
-    s
+    s.into()
 }

@@ -18,12 +18,25 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::stats::Stats;
 
+/// One request a session runs: numbered by the session from 1, never
+/// reused (a client may reuse a JSON-RPC id once its request ended, so the
+/// id alone does not tell an old request's messages from a new one's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct RequestKey(u64);
+
+impl RequestKey {
+    /// The key after this one.
+    pub fn next(self) -> Self {
+        Self(self.0 + 1)
+    }
+}
+
 /// The outcome of one session-era request, for its session.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RequestDone {
-    /// Which request (unique per session, never reused).
-    pub key: u64,
+    /// Which request.
+    pub key: RequestKey,
     pub outcome: Result<Value, ErrorObject>,
 }
 
@@ -138,6 +151,6 @@ impl Handler<Cancel> for RequestActor {
 /// An [`OnDone`] that reports to a session as [`RequestDone`]. `do_send` on
 /// purpose: an outcome must never be dropped, and there is at most one per
 /// request, so the in-flight cap bounds this queue.
-pub fn report_to(session: Recipient<RequestDone>, key: u64) -> OnDone {
+pub fn report_to(session: Recipient<RequestDone>, key: RequestKey) -> OnDone {
     Box::new(move |outcome| session.do_send(RequestDone { key, outcome }))
 }

@@ -33,12 +33,12 @@ use foldhash::{HashMap, HashMapExt};
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::types::ClientCapabilities;
 use mcpd_protocol::{ErrorCode, ErrorObject, RequestId};
-use mcpd_store::Touch;
+use mcpd_store::{SessionId, StreamId, Touch};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::caller::Caller;
-use crate::request::{Cancel, RequestActor};
+use crate::request::{Cancel, RequestActor, RequestKey};
 use crate::stream::StreamReceiver;
 use crate::streams::{Streams, StreamsConfig};
 
@@ -61,7 +61,7 @@ pub enum SessionError {
 /// What a session actor starts from.
 #[derive(Debug, Clone)]
 pub struct SessionInit {
-    pub id: Arc<str>,
+    pub id: SessionId,
     pub record: SessionRecord,
     /// What the session's connections are charged against (its own
     /// budget, its client's, the process's).
@@ -69,8 +69,8 @@ pub struct SessionInit {
 }
 
 struct InFlight {
-    key: u64,
-    stream: Arc<str>,
+    key: RequestKey,
+    stream: StreamId,
     actor: Addr<RequestActor>,
     /// Recorded in the store as running here (replicas sharing it find it
     /// to cancel it). Only a request that runs a while, emits, or asks the
@@ -79,12 +79,12 @@ struct InFlight {
 }
 
 struct Outgoing {
-    stream: Arc<str>,
+    stream: StreamId,
     reply: oneshot::Sender<Result<Value, ErrorObject>>,
 }
 
 pub struct SessionActor {
-    id: Arc<str>,
+    id: SessionId,
     record: SessionRecord,
     caps: Arc<ClientCapabilities>,
     env: SessionEnv,
@@ -94,7 +94,7 @@ pub struct SessionActor {
     requests: HashMap<RequestId, InFlight>,
     /// Server → client requests awaiting the client's answer, by our id.
     outgoing: HashMap<RequestId, Outgoing>,
-    next_request_key: u64,
+    next_request_key: RequestKey,
     /// A sweep is armed to record requests still running after
     /// `OWN_AFTER` (one timer per session, not one per request: actix polls
     /// every pending timer of an actor each time it handles a message).
@@ -173,7 +173,7 @@ impl SessionActor {
         let streams = Streams::new(StreamsConfig {
             session: init.id.clone(),
             version: init.record.version,
-            replica: Arc::from(env.cluster.replica()),
+            replica: env.cluster.replica().clone(),
             shared: env.cluster.shared(),
             buffer: env.server.limits.stream_buffer,
             buffer_bytes: env.server.limits.stream_buffer_bytes,
@@ -189,7 +189,7 @@ impl SessionActor {
             slots,
             requests: HashMap::new(),
             outgoing: HashMap::new(),
-            next_request_key: 0,
+            next_request_key: RequestKey::default(),
             claim_sweep_armed: false,
             next_outgoing_id: 0,
             streams,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use dashmap::DashMap;
-use mcpd_store::{Budget, Budgets, StoreError};
+use mcpd_store::{Budget, Budgets, SessionId, StoreError};
 
 use crate::feed::{Audience, Changed};
 use crate::registry::Change;
@@ -29,7 +29,7 @@ pub struct SessionTable {
     env: SessionEnv,
     /// Found on every request: hashed with foldhash, not SipHash (ids are
     /// ours and random; clients only look them up).
-    sessions: DashMap<Arc<str>, SessionHandle, foldhash::fast::RandomState>,
+    sessions: DashMap<SessionId, SessionHandle, foldhash::fast::RandomState>,
     /// Messages refused by full session mailboxes (counted by the handles,
     /// which carry no metrics; folded into the metrics at scrape time).
     overloads: Arc<AtomicU64>,
@@ -68,7 +68,7 @@ impl SessionTable {
     /// Starts the actor of a session (new, or rebuilt from its record).
     pub(crate) fn start_actor(
         self: &Arc<Self>,
-        id: Arc<str>,
+        id: SessionId,
         record: SessionRecord,
     ) -> SessionHandle {
         let (version, owner) = (record.version, record.owner.as_deref().map(Arc::from));
@@ -181,59 +181,56 @@ impl SessionTable {
         if let Some(h) = self.get(id) {
             return Ok(Some(h));
         }
-        if !self.env.directory.is_shared()
-            || id.is_empty()
-            || !id.bytes().all(|b| b.is_ascii_alphanumeric())
-        {
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Ok(None);
         }
-        if self.env.directory.get(id).await?.is_none() {
+        let id = SessionId::from(id);
+        if self.env.directory.get(&id).await?.is_none() {
             return Ok(None); // unknown ids leave nothing behind in the store
         }
         // Become a holder, then read the record again: a DELETE racing this
         // rebuild either removed it already (404 here) or sees this replica
         // among the holders and ends its actor.
-        self.env.cluster.register_holder(id).await?;
-        let Some(bytes) = self.env.directory.get(id).await? else {
+        self.env.cluster.register_holder(&id).await?;
+        let Some(bytes) = self.env.directory.get(&id).await? else {
             return Ok(None);
         };
         let Some(record) = SessionRecord::from_bytes(&bytes) else {
             tracing::warn!(
-                session = id,
+                session = %id,
                 "unreadable session record in the directory; treating the session as gone"
             );
             return Ok(None);
         };
         // Another request may have rebuilt it meanwhile: keep the first.
-        if let Some(h) = self.get(id) {
+        if let Some(h) = self.get(&id) {
             return Ok(Some(h));
         }
-        tracing::info!(session = id, "session rebuilt from the directory");
+        tracing::info!(session = %id, "session rebuilt from the directory");
         self.env.server.metrics.sessions_rebuilt.inc();
-        Ok(Some(self.start_actor(Arc::from(id), record)))
+        Ok(Some(self.start_actor(id, record)))
     }
 
     /// Ends a session (DELETE) everywhere: the actor here, its record and its
     /// event streams. `Ok(false)`: there was no such session.
     pub async fn terminate(self: &Arc<Self>, id: &str) -> Result<bool, StoreError> {
         let held = self.get(id).is_some();
-        let known =
-            held || (self.env.directory.is_shared() && self.env.directory.get(id).await?.is_some());
-        if !known {
+        let id = SessionId::from(id);
+        if !held && self.env.directory.get(&id).await?.is_none() {
             return Ok(false);
         }
         // The record first: if the store is away the session is left intact
         // and the client's retry of DELETE will work.
-        let holders = self.env.cluster.holders(id).await;
-        self.env.directory.remove(id).await?;
+        let holders = self.env.cluster.holders(&id).await;
+        self.env.directory.remove(&id).await?;
         self.env.server.metrics.sessions_deleted.inc();
-        if let Some(h) = self.forget(id) {
+        if let Some(h) = self.forget(&id) {
             h.terminate();
         }
-        self.env.log.remove_session(id).await;
+        self.env.log.remove_session(&id).await;
         // Every other replica drops its actor (stopping requests it runs)
         // before DELETE is answered: no replica serves the session after.
-        self.env.cluster.end_everywhere(id, holders).await;
+        self.env.cluster.end_everywhere(&id, holders).await;
         Ok(true)
     }
 
@@ -265,8 +262,9 @@ impl SessionTable {
 
 impl Slots for SessionTable {
     /// An idle session that expired is forgotten here; a shared directory
-    /// forgets it by its own TTL (another replica may still be using it).
-    fn stopped(&self, id: &Arc<str>, expired: bool) {
+    /// and log forget it by their own TTL (another replica may still be
+    /// using it), one of this process alone at once.
+    fn stopped(&self, id: &SessionId, expired: bool) {
         self.forget(id);
         for f in self.env.server.forwards() {
             f.session_ended(id);
@@ -276,12 +274,12 @@ impl Slots for SessionTable {
         if expired {
             self.env.server.metrics.sessions_expired.inc();
         }
-        if expired && !self.env.directory.is_shared() {
+        if expired {
             let (log, directory, id) =
                 (self.env.log.clone(), self.env.directory.clone(), id.clone());
             actix::spawn(async move {
-                let _ = directory.remove(&id).await;
-                log.remove_session(&id).await;
+                directory.expired(&id).await;
+                log.expired(&id).await;
             });
         }
     }
@@ -300,7 +298,7 @@ impl Audience for SessionTable {
         }
     }
 
-    fn to_some(&self, ids: &HashSet<Arc<str>>, change: &Change) {
+    fn to_some(&self, ids: &HashSet<SessionId>, change: &Change) {
         for id in ids {
             if let Some(s) = self.get(id) {
                 s.announce(Changed(change.clone()));

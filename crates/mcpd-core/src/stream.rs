@@ -8,7 +8,7 @@ use std::task::{Context as TaskContext, Poll, Waker};
 
 use bytes::Bytes;
 use mcpd_protocol::ErrorCode;
-use mcpd_store::Budgets;
+use mcpd_store::{Budgets, StreamId};
 
 /// One item of a response stream. The transport writes the first item to
 /// decide between a JSON body and an SSE stream; the stream ends when the
@@ -22,9 +22,11 @@ pub enum StreamItem {
         data: Bytes,
         error: Option<ErrorCode>,
     },
-    /// One SSE event. Empty `data` is a priming event (it only carries an id).
+    /// One SSE event. Empty `data` is a priming event (it only carries an
+    /// id). `id` is `None` for an event that was not logged (it cannot be
+    /// resumed from).
     Event {
-        id: String,
+        id: Option<String>,
         data: Bytes,
         retry_ms: Option<u64>,
     },
@@ -73,7 +75,7 @@ pub fn bounded(
 fn size(item: &StreamItem) -> usize {
     match item {
         StreamItem::Json { data, .. } => data.len(),
-        StreamItem::Event { id, data, .. } => id.len() + data.len(),
+        StreamItem::Event { id, data, .. } => id.as_ref().map_or(0, String::len) + data.len(),
         StreamItem::Retry(_) => 0,
     }
 }
@@ -310,12 +312,6 @@ impl Drop for StreamReceiver {
     }
 }
 
-/// The id of the session's standalone (GET) stream.
-pub const GET_STREAM: &str = "g";
-
-/// The id of a session's connection stream (transports with one channel).
-pub const CONNECTION_STREAM: &str = "c";
-
 /// Event ids are `<stream>-<seq>`: the stream they belong to and their place
 /// in it, so a `Last-Event-ID` maps back to exactly one stream.
 pub fn event_id(stream: &str, seq: u64) -> String {
@@ -336,7 +332,7 @@ pub fn parse_event_id(id: &str) -> Option<(&str, u64)> {
 /// bijection (splitmix64) of a per-process random start plus a counter, so
 /// a POST costs no `getrandom` system call. Stream ids are not secrets: a
 /// stream is only reachable through its session.
-pub fn new_stream_id() -> Arc<str> {
+pub fn new_stream_id() -> StreamId {
     static START: OnceLock<u64> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let start = *START.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0);
@@ -348,7 +344,7 @@ pub fn new_stream_id() -> Arc<str> {
     for (i, b) in hex.iter_mut().enumerate() {
         *b = b"0123456789abcdef"[((z >> (60 - 4 * i)) & 0xf) as usize];
     }
-    Arc::from(std::str::from_utf8(&hex).unwrap_or_default())
+    StreamId::from(std::str::from_utf8(&hex).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -360,8 +356,8 @@ mod tests {
         let s = new_stream_id();
         assert_eq!(parse_event_id(&event_id(&s, 42)), Some((&*s, 42)));
         assert_eq!(
-            parse_event_id(&event_id(GET_STREAM, 1)),
-            Some((GET_STREAM, 1))
+            parse_event_id(&event_id(&StreamId::get(), 1)),
+            Some(("g", 1))
         );
         for bad in ["", "-1", "abc", "abc-", "abc-x", "a b-1", "abc--1"] {
             assert_eq!(parse_event_id(bad), None, "{bad}");
@@ -431,7 +427,7 @@ mod tests {
 
     #[test]
     fn stream_ids_are_distinct_hex() {
-        let ids: std::collections::HashSet<Arc<str>> =
+        let ids: std::collections::HashSet<StreamId> =
             (0..10_000).map(|_| new_stream_id()).collect();
         assert_eq!(ids.len(), 10_000);
         assert!(ids

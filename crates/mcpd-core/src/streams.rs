@@ -51,11 +51,10 @@ use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
 use mcpd_protocol::ProtocolVersion;
-use mcpd_store::{Budgets, StoredEvent};
+use mcpd_store::{Budgets, ReplicaId, SessionId, StoredEvent, StreamId};
 use mcpd_telemetry::Metrics;
 
-pub use crate::stream::CONNECTION_STREAM;
-use crate::stream::{bounded, StreamReceiver, StreamSender, GET_STREAM};
+use crate::stream::{bounded, StreamReceiver, StreamSender};
 use effect::Out;
 pub use effect::{Batch, Effect, Purpose};
 pub use reply::{PostReply, ResumeError};
@@ -64,10 +63,10 @@ use state::{Kind, OpenMeta, Stream};
 /// What a session's streams are set up with.
 #[derive(Clone)]
 pub struct StreamsConfig {
-    pub session: Arc<str>,
+    pub session: SessionId,
     pub version: ProtocolVersion,
     /// This replica's id (named in each POST stream's bookkeeping record).
-    pub replica: Arc<str>,
+    pub replica: ReplicaId,
     /// Replicas share the event log: the GET stream is logged even where
     /// no GET is open, and delivered from the log by the replica holding
     /// the connection.
@@ -93,14 +92,14 @@ impl StreamsConfig {
 
 pub struct Streams {
     cfg: StreamsConfig,
-    map: HashMap<Arc<str>, Stream>,
+    map: HashMap<StreamId, Stream>,
     outbox: Vec<Out>,
     effects: Vec<Effect>,
     /// The replica holding the session's GET connection, when known.
-    get_holder: Option<String>,
+    get_holder: Option<ReplicaId>,
     /// Log-numbered streams some of whose events the log never stored: a
     /// gap record goes before their next event.
-    gaps: Vec<Arc<str>>,
+    gaps: Vec<StreamId>,
 }
 
 // === impl Streams ===
@@ -111,7 +110,7 @@ impl Streams {
         if cfg.shared {
             // GET-stream events are logged even where no GET is open: the
             // replica holding the connection delivers them.
-            map.insert(Arc::from(GET_STREAM), Stream::new(Kind::Get, None));
+            map.insert(StreamId::get(), Stream::new(Kind::Get, None));
         }
         Self {
             cfg,
@@ -123,12 +122,17 @@ impl Streams {
         }
     }
 
-    fn me(&self) -> &str {
+    fn me(&self) -> &ReplicaId {
         &self.cfg.replica
     }
 
     fn channel(&self, extra: usize) -> (StreamSender, StreamReceiver) {
         self.cfg.channel(extra)
+    }
+
+    /// Whether other replicas share this session (fixed when it started).
+    pub fn shared(&self) -> bool {
+        self.cfg.shared
     }
 
     /// What the actor must do next (reads, wake-ups), in order.
@@ -149,6 +153,6 @@ impl Streams {
 }
 
 /// The replica a stream's bookkeeping record names as its server.
-pub fn owner_named(events: &[StoredEvent]) -> Option<String> {
+pub fn owner_named(events: &[StoredEvent]) -> Option<ReplicaId> {
     OpenMeta::find(events).map(|m| m.owner)
 }

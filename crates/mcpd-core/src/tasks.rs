@@ -40,6 +40,7 @@ use mcpd_protocol::methods::{self as m};
 use mcpd_protocol::types::ClientCapabilities;
 use mcpd_protocol::ErrorObject;
 use mcpd_store::tasks::NewTask;
+use mcpd_store::TaskId;
 use mcpd_store::TaskStore;
 use tokio::sync::Notify;
 
@@ -127,7 +128,7 @@ pub struct Tasks {
     cluster: Arc<dyn Cluster>,
     server: Arc<McpServer>,
     cfg: TaskConfig,
-    local: Mutex<HashMap<String, Arc<RunningTask>>>,
+    local: Mutex<HashMap<TaskId, Arc<RunningTask>>>,
 }
 
 /// What a request gets while the task store is away.
@@ -155,7 +156,7 @@ impl Tasks {
         &self.cfg
     }
 
-    fn locals(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<RunningTask>>> {
+    fn locals(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Arc<RunningTask>>> {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -20,7 +20,7 @@ use mcpd_protocol::types::{
     CallToolResult, Implementation, LoggingLevel, Resource, ResourceContents,
 };
 use mcpd_protocol::ErrorObject;
-use mcpd_store::{LocalBus, MemoryEventLog, MemorySessionDirectory};
+use mcpd_store::{MemoryEventLog, MemorySessionDirectory};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -69,7 +69,7 @@ pub(crate) struct Harness {
 /// A node on the memory backend with the local cluster, as the binary
 /// builds it without Redis.
 pub(crate) fn harness(limits: Limits) -> Harness {
-    let cluster = cluster::build(Arc::new(LocalBus::new(crate::new_replica_id())));
+    let cluster = Arc::new(cluster::Local::new(crate::new_replica_id()));
     harness_with(limits, cluster)
 }
 
@@ -224,7 +224,11 @@ impl Harness {
     /// The record the directory holds for `session`.
     pub async fn record(&self, session: &str) -> Option<SessionRecord> {
         use mcpd_store::SessionDirectory;
-        let bytes = self.directory.get(session).await.expect("memory store")?;
+        let bytes = self
+            .directory
+            .get(&session.into())
+            .await
+            .expect("memory store")?;
         Some(SessionRecord::from_bytes(&bytes).expect("a readable record"))
     }
 

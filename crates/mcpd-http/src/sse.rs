@@ -16,7 +16,7 @@ pub fn encode(item: &StreamItem) -> Bytes {
     let mut b = BytesMut::new();
     match item {
         StreamItem::Event { id, data, retry_ms } => {
-            if !id.is_empty() {
+            if let Some(id) = id {
                 b.put_slice(b"id: ");
                 b.put_slice(id.as_bytes());
                 b.put_u8(b'\n');

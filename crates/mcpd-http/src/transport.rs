@@ -120,7 +120,7 @@ async fn session_of(
             .with_label_values(&["session_principal"])
             .inc();
         tracing::warn!(
-            session = session.id(),
+            session = %session.id(),
             "a request for a session created by another principal was refused (404)"
         );
         return Err(HttpError::Session(SessionError::Gone));

@@ -8,99 +8,51 @@
 //! - Ownership: which replica runs a session's request, or holds its GET
 //!   connection (a per-session hash, under the session's hash tag).
 //!
-//! With the memory store there is one process and nothing to reach:
-//! [`LocalBus`] keeps everything local.
+//! Only a store that several processes share has a bus (the Redis store);
+//! with the memory store there is one process and no bus at all.
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::error::StoreError;
+use crate::id::{Owned, ReplicaId, SessionId};
 
 /// Where a control message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusTarget<'a> {
-    Replica(&'a str),
+    Replica(&'a ReplicaId),
     All,
 }
 
 #[async_trait]
 pub trait ControlBus: Send + Sync + 'static {
     /// This replica's id (unique per process start).
-    fn replica(&self) -> &str;
-    /// Whether other replicas can exist (false: everything is local).
-    fn is_distributed(&self) -> bool;
+    fn replica(&self) -> &ReplicaId;
     /// Starts the heartbeat and delivers messages for this replica (and
     /// broadcasts, including its own) to `inbox`. Call once, in a runtime.
     fn start(&self, inbox: mpsc::Sender<Bytes>);
     async fn publish(&self, to: BusTarget<'_>, message: Bytes) -> Result<(), StoreError>;
     /// Whether `replica` is running (its heartbeat is fresh).
-    async fn is_alive(&self, replica: &str) -> Result<bool, StoreError>;
+    async fn is_alive(&self, replica: &ReplicaId) -> Result<bool, StoreError>;
     /// Records (`Some`) or clears (`None`) which replica owns `what` of `session`.
     async fn set_owner(
         &self,
-        session: &str,
-        what: &str,
-        replica: Option<&str>,
+        session: &SessionId,
+        what: &Owned,
+        replica: Option<&ReplicaId>,
     ) -> Result<(), StoreError>;
-    async fn owner(&self, session: &str, what: &str) -> Result<Option<String>, StoreError>;
+    async fn owner(
+        &self,
+        session: &SessionId,
+        what: &Owned,
+    ) -> Result<Option<ReplicaId>, StoreError>;
     /// Live replicas other than this one that hold an actor for `session`
-    /// (they record themselves as owners of `h:<replica>`).
-    async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError>;
+    /// (they record themselves as owners with [`Owned::Holder`]).
+    async fn holders(&self, session: &SessionId) -> Result<Vec<ReplicaId>, StoreError>;
 
     /// A graceful exit: waits (at most `within`) for this replica's store
     /// commands still running, then stops its heartbeat and deletes its
     /// liveness key, so the others answer its unfinished requests at once.
     async fn retire(&self, _within: std::time::Duration) {}
-}
-
-/// The single-process bus.
-pub struct LocalBus {
-    replica: String,
-}
-
-impl LocalBus {
-    pub fn new(replica: impl Into<String>) -> Self {
-        Self {
-            replica: replica.into(),
-        }
-    }
-}
-
-#[async_trait]
-impl ControlBus for LocalBus {
-    fn replica(&self) -> &str {
-        &self.replica
-    }
-
-    fn is_distributed(&self) -> bool {
-        false
-    }
-
-    fn start(&self, _inbox: mpsc::Sender<Bytes>) {}
-
-    async fn publish(&self, _to: BusTarget<'_>, _message: Bytes) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    async fn is_alive(&self, replica: &str) -> Result<bool, StoreError> {
-        Ok(replica == self.replica)
-    }
-
-    async fn set_owner(
-        &self,
-        _session: &str,
-        _what: &str,
-        _replica: Option<&str>,
-    ) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    async fn owner(&self, _session: &str, _what: &str) -> Result<Option<String>, StoreError> {
-        Ok(None)
-    }
-
-    async fn holders(&self, _session: &str) -> Result<Vec<String>, StoreError> {
-        Ok(Vec::new())
-    }
 }

@@ -5,7 +5,8 @@
 //! Layout:
 //! - [`EventLog`] (`log`) / [`SessionDirectory`] (`directory`): the
 //!   contracts; [`StoreError`] (`error`): what every backend returns.
-//! - [`bus`]: the control bus between replicas; [`budget`]: byte budgets.
+//! - [`bus`]: the control bus between replicas; [`budget`]: byte budgets;
+//!   [`id`]: the typed ids (session, stream, replica, task).
 //! - [`memory`]: the in-memory backends (the default, single node).
 //! - [`redis`]: Redis Streams and keys (shared by replicas, survives restarts).
 //! - [`tasks`]: durable task records (the Tasks extension).
@@ -23,15 +24,17 @@ pub mod budget;
 pub mod bus;
 mod directory;
 mod error;
+pub mod id;
 mod log;
 pub mod memory;
 pub mod redis;
 pub mod tasks;
 
 pub use budget::{Budget, Budgets};
-pub use bus::{BusTarget, ControlBus, LocalBus};
+pub use bus::{BusTarget, ControlBus};
 pub use directory::{SessionDirectory, Touch};
 pub use error::StoreError;
+pub use id::{Owned, ReplicaId, SessionId, StreamId, TaskId};
 pub use log::{EventLog, NewEvent, StoredEvent};
 pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
 pub use redis::{RedisBus, RedisConfig, RedisStore};

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::error::StoreError;
+use crate::id::{SessionId, StreamId};
 
 /// One stored event: its sequence number within its stream and the bytes of
 /// the JSON-RPC message it carries.
@@ -22,7 +23,7 @@ pub struct StoredEvent {
 /// while the log was unavailable leave a hole a resumption can see.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEvent {
-    pub stream: std::sync::Arc<str>,
+    pub stream: StreamId,
     pub seq: Option<u64>,
     pub data: Bytes,
 }
@@ -32,9 +33,14 @@ pub struct NewEvent {
 pub trait EventLog: Send + Sync + 'static {
     /// Stores `data` as the next event of `stream` and returns its sequence
     /// number (1 for the first event of a stream).
-    async fn append(&self, session: &str, stream: &str, data: Bytes) -> Result<u64, StoreError> {
+    async fn append(
+        &self,
+        session: &SessionId,
+        stream: &StreamId,
+        data: Bytes,
+    ) -> Result<u64, StoreError> {
         let event = NewEvent {
-            stream: stream.into(),
+            stream: stream.clone(),
             seq: None,
             data,
         };
@@ -50,29 +56,37 @@ pub trait EventLog: Send + Sync + 'static {
     /// of it is numbered by its writer.
     async fn append_batch(
         &self,
-        session: &str,
+        session: &SessionId,
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError>;
 
     /// Every event of `stream` after sequence number `after`, oldest first.
     async fn replay(
         &self,
-        session: &str,
-        stream: &str,
+        session: &SessionId,
+        stream: &StreamId,
         after: u64,
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// Every event of `stream` still retained, oldest first;
     /// `UnknownStream` when the stream is not known, `Expired` when it had
     /// events and every one was dropped (a resumption must be refused).
-    async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError>;
+    async fn retained(
+        &self,
+        session: &SessionId,
+        stream: &StreamId,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// Forgets every stream of a session.
-    async fn remove_session(&self, session: &str);
+    async fn remove_session(&self, session: &SessionId);
+
+    /// A session of this process expired: a log of this process alone
+    /// forgets its streams now; a shared one lets their time to live do it.
+    async fn expired(&self, _session: &SessionId) {}
 
     /// Names the client (principal, or address without auth) a session
     /// belongs to, for a backend that bounds bytes per client.
-    fn assign(&self, _session: &str, _client: &str) {}
+    fn assign(&self, _session: &SessionId, _client: &str) {}
 
     /// Bytes the log holds in this process (`None`: kept elsewhere).
     fn bytes_kept(&self) -> Option<u64> {

@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use crate::directory::SessionDirectory;
 use crate::error::StoreError;
+use crate::id::{SessionId, StreamId};
 use crate::log::{EventLog, NewEvent, StoredEvent};
 
 /// How much of each session's history the log keeps.
@@ -281,7 +282,7 @@ impl Default for MemoryEventLog {
 impl EventLog for MemoryEventLog {
     async fn append_batch(
         &self,
-        session: &str,
+        session: &SessionId,
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
         let entry = self.session(session, true).expect("created");
@@ -302,15 +303,18 @@ impl EventLog for MemoryEventLog {
 
     async fn replay(
         &self,
-        session: &str,
-        stream: &str,
+        session: &SessionId,
+        stream: &StreamId,
         after: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let entry = self
             .session(session, false)
             .ok_or(StoreError::UnknownStream)?;
         let entry = lock(&entry);
-        let s = entry.streams.get(stream).ok_or(StoreError::UnknownStream)?;
+        let s = entry
+            .streams
+            .get(stream.as_str())
+            .ok_or(StoreError::UnknownStream)?;
         if after > s.last {
             return Err(StoreError::Ahead {
                 after,
@@ -330,7 +334,7 @@ impl EventLog for MemoryEventLog {
         "memory"
     }
 
-    fn assign(&self, session: &str, client: &str) {
+    fn assign(&self, session: &SessionId, client: &str) {
         let entry = self.session(session, true).expect("created");
         let mut e = lock(&entry);
         if e.client.is_some() {
@@ -359,12 +363,19 @@ impl EventLog for MemoryEventLog {
         Some(self.bytes() as u64)
     }
 
-    async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError> {
+    async fn retained(
+        &self,
+        session: &SessionId,
+        stream: &StreamId,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         let entry = self
             .session(session, false)
             .ok_or(StoreError::UnknownStream)?;
         let entry = lock(&entry);
-        let s = entry.streams.get(stream).ok_or(StoreError::UnknownStream)?;
+        let s = entry
+            .streams
+            .get(stream.as_str())
+            .ok_or(StoreError::UnknownStream)?;
         if s.events.is_empty() && s.last > 0 {
             // Every event was dropped: resuming is refused as for trimmed ones.
             return Err(StoreError::Expired {
@@ -375,8 +386,8 @@ impl EventLog for MemoryEventLog {
         Ok(s.events.iter().cloned().collect())
     }
 
-    async fn remove_session(&self, session: &str) {
-        let Some(entry) = lock(&self.sessions).remove(session) else {
+    async fn remove_session(&self, session: &SessionId) {
+        let Some(entry) = lock(&self.sessions).remove(session.as_str()) else {
             return;
         };
         let mut e = lock(&entry);
@@ -389,6 +400,10 @@ impl EventLog for MemoryEventLog {
             }
         }
     }
+
+    async fn expired(&self, session: &SessionId) {
+        self.remove_session(session).await;
+    }
 }
 
 /// The default session directory: nothing to share, so a map.
@@ -399,32 +414,32 @@ pub struct MemorySessionDirectory {
 
 #[async_trait]
 impl SessionDirectory for MemorySessionDirectory {
-    async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError> {
+    async fn put(&self, session: &SessionId, record: Bytes) -> Result<(), StoreError> {
         self.records
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(session.to_owned(), record);
+            .insert(session.to_string(), record);
         Ok(())
     }
 
-    async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError> {
+    async fn get(&self, session: &SessionId) -> Result<Option<Bytes>, StoreError> {
         Ok(self
             .records
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(session)
+            .get(session.as_str())
             .cloned())
     }
 
-    fn is_shared(&self) -> bool {
-        false
+    async fn expired(&self, session: &SessionId) {
+        let _ = self.remove(session).await;
     }
 
-    async fn remove(&self, session: &str) -> Result<(), StoreError> {
+    async fn remove(&self, session: &SessionId) -> Result<(), StoreError> {
         self.records
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(session);
+            .remove(session.as_str());
         Ok(())
     }
 }
@@ -437,27 +452,35 @@ mod tests {
         Bytes::copy_from_slice(s.as_bytes())
     }
 
+    fn sid(s: impl AsRef<str>) -> SessionId {
+        SessionId::from(s.as_ref())
+    }
+
+    fn st(s: impl AsRef<str>) -> StreamId {
+        StreamId::from(s.as_ref())
+    }
+
     #[tokio::test]
     async fn replays_only_later_events_of_the_same_stream() {
         let log = MemoryEventLog::default();
-        assert_eq!(log.append("s", "a", b("1")).await.unwrap(), 1);
-        assert_eq!(log.append("s", "b", b("x")).await.unwrap(), 1);
-        assert_eq!(log.append("s", "a", b("2")).await.unwrap(), 2);
-        assert_eq!(log.append("s", "a", b("3")).await.unwrap(), 3);
-        let got = log.replay("s", "a", 1).await.unwrap();
+        assert_eq!(log.append(&sid("s"), &st("a"), b("1")).await.unwrap(), 1);
+        assert_eq!(log.append(&sid("s"), &st("b"), b("x")).await.unwrap(), 1);
+        assert_eq!(log.append(&sid("s"), &st("a"), b("2")).await.unwrap(), 2);
+        assert_eq!(log.append(&sid("s"), &st("a"), b("3")).await.unwrap(), 3);
+        let got = log.replay(&sid("s"), &st("a"), 1).await.unwrap();
         assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!(got[0].data, b("2"));
-        assert!(log.replay("s", "a", 3).await.unwrap().is_empty());
+        assert!(log.replay(&sid("s"), &st("a"), 3).await.unwrap().is_empty());
         assert_eq!(
-            log.replay("s", "a", 9).await,
+            log.replay(&sid("s"), &st("a"), 9).await,
             Err(StoreError::Ahead { after: 9, last: 3 })
         );
         assert_eq!(
-            log.replay("s", "zz", 0).await,
+            log.replay(&sid("s"), &st("zz"), 0).await,
             Err(StoreError::UnknownStream)
         );
         assert_eq!(
-            log.replay("other", "a", 0).await,
+            log.replay(&sid("other"), &st("a"), 0).await,
             Err(StoreError::UnknownStream)
         );
     }
@@ -469,25 +492,27 @@ mod tests {
             ..Retention::default()
         });
         for i in 0..5 {
-            log.append("s", "a", b(&i.to_string())).await.unwrap();
+            log.append(&sid("s"), &st("a"), b(&i.to_string()))
+                .await
+                .unwrap();
         }
         assert_eq!(
-            log.replay("s", "a", 1).await,
+            log.replay(&sid("s"), &st("a"), 1).await,
             Err(StoreError::Expired {
                 after: 1,
                 oldest: 4
             })
         );
-        assert_eq!(log.replay("s", "a", 3).await.unwrap().len(), 2);
+        assert_eq!(log.replay(&sid("s"), &st("a"), 3).await.unwrap().len(), 2);
     }
 
     #[tokio::test]
     async fn removing_a_session_forgets_its_streams() {
         let log = MemoryEventLog::default();
-        log.append("s", "a", b("1")).await.unwrap();
-        log.remove_session("s").await;
+        log.append(&sid("s"), &st("a"), b("1")).await.unwrap();
+        log.remove_session(&sid("s")).await;
         assert_eq!(
-            log.replay("s", "a", 0).await,
+            log.replay(&sid("s"), &st("a"), 0).await,
             Err(StoreError::UnknownStream)
         );
     }
@@ -498,14 +523,14 @@ mod tests {
             max_streams_per_session: 2,
             ..Retention::default()
         });
-        log.append("s", "a", b("1")).await.unwrap();
-        log.append("s", "b", b("1")).await.unwrap();
-        log.append("s", "c", b("1")).await.unwrap();
+        log.append(&sid("s"), &st("a"), b("1")).await.unwrap();
+        log.append(&sid("s"), &st("b"), b("1")).await.unwrap();
+        log.append(&sid("s"), &st("c"), b("1")).await.unwrap();
         assert_eq!(
-            log.replay("s", "a", 0).await,
+            log.replay(&sid("s"), &st("a"), 0).await,
             Err(StoreError::UnknownStream)
         );
-        assert!(log.replay("s", "c", 0).await.is_ok());
+        assert!(log.replay(&sid("s"), &st("c"), 0).await.is_ok());
     }
 
     #[tokio::test]
@@ -514,17 +539,20 @@ mod tests {
             max_bytes_per_stream: 4,
             ..Retention::default()
         });
-        log.append("s", "a", b("12")).await.unwrap();
-        assert_eq!(log.append("s", "a", b("123456")).await.unwrap(), 2);
+        log.append(&sid("s"), &st("a"), b("12")).await.unwrap();
+        assert_eq!(
+            log.append(&sid("s"), &st("a"), b("123456")).await.unwrap(),
+            2
+        );
         assert_eq!(log.bytes(), 0);
         assert_eq!(
-            log.replay("s", "a", 1).await,
+            log.replay(&sid("s"), &st("a"), 1).await,
             Err(StoreError::Expired {
                 after: 1,
                 oldest: 3
             })
         );
-        assert_eq!(log.replay("s", "a", 2).await.unwrap(), vec![]);
+        assert_eq!(log.replay(&sid("s"), &st("a"), 2).await.unwrap(), vec![]);
     }
 
     #[tokio::test]
@@ -533,20 +561,20 @@ mod tests {
             max_bytes_per_session: 10,
             ..Retention::default()
         });
-        log.append("s", "old", b("aaaa")).await.unwrap();
-        log.append("s", "old", b("bbbb")).await.unwrap();
+        log.append(&sid("s"), &st("old"), b("aaaa")).await.unwrap();
+        log.append(&sid("s"), &st("old"), b("bbbb")).await.unwrap();
         std::thread::sleep(Duration::from_millis(2));
-        log.append("s", "new", b("cccc")).await.unwrap();
+        log.append(&sid("s"), &st("new"), b("cccc")).await.unwrap();
         assert_eq!(log.bytes(), 8);
         assert_eq!(
-            log.replay("s", "old", 0).await,
+            log.replay(&sid("s"), &st("old"), 0).await,
             Err(StoreError::Expired {
                 after: 0,
                 oldest: 2
             })
         );
-        assert_eq!(log.replay("s", "old", 1).await.unwrap().len(), 1);
-        assert_eq!(log.replay("s", "new", 0).await.unwrap().len(), 1);
+        assert_eq!(log.replay(&sid("s"), &st("old"), 1).await.unwrap().len(), 1);
+        assert_eq!(log.replay(&sid("s"), &st("new"), 0).await.unwrap().len(), 1);
     }
 
     #[tokio::test]
@@ -555,31 +583,40 @@ mod tests {
             max_bytes_per_client: 100,
             ..Retention::default()
         });
-        log.assign("victim", "10.0.0.1");
-        log.append("victim", "a", Bytes::from(vec![b'v'; 60]))
+        log.assign(&sid("victim"), "10.0.0.1");
+        log.append(&sid("victim"), &st("a"), Bytes::from(vec![b'v'; 60]))
             .await
             .unwrap();
         for i in 0..10 {
             let s = format!("hostile{i}");
-            log.assign(&s, "10.0.0.2");
+            log.assign(&sid(&s), "10.0.0.2");
             std::thread::sleep(Duration::from_millis(1));
-            log.append(&s, "a", Bytes::from(vec![b'h'; 30]))
+            log.append(&sid(&s), &st("a"), Bytes::from(vec![b'h'; 30]))
                 .await
                 .unwrap();
         }
         // The hostile client holds at most its budget; the oldest of its
         // streams were emptied, the victim's was not touched.
         assert!(log.bytes() <= 60 + 100, "{}", log.bytes());
-        assert_eq!(log.replay("victim", "a", 0).await.unwrap().len(), 1);
+        assert_eq!(
+            log.replay(&sid("victim"), &st("a"), 0).await.unwrap().len(),
+            1
+        );
         assert!(matches!(
-            log.replay("hostile0", "a", 0).await,
+            log.replay(&sid("hostile0"), &st("a"), 0).await,
             Err(StoreError::Expired { .. })
         ));
-        assert_eq!(log.replay("hostile9", "a", 0).await.unwrap().len(), 1);
+        assert_eq!(
+            log.replay(&sid("hostile9"), &st("a"), 0)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         for i in 0..10 {
-            log.remove_session(&format!("hostile{i}")).await;
+            log.remove_session(&sid(format!("hostile{i}"))).await;
         }
-        log.remove_session("victim").await;
+        log.remove_session(&sid("victim")).await;
         assert_eq!(log.bytes(), 0);
         assert!(
             lock(&log.clients).is_empty(),
@@ -595,15 +632,15 @@ mod tests {
         });
         for i in 0..6 {
             std::thread::sleep(Duration::from_millis(1));
-            log.append(&format!("s{i}"), "a", Bytes::from(vec![b'x'; 20]))
+            log.append(&sid(format!("s{i}")), &st("a"), Bytes::from(vec![b'x'; 20]))
                 .await
                 .unwrap();
         }
         assert!(log.bytes() <= 80, "{}", log.bytes());
         assert!(matches!(
-            log.replay("s0", "a", 0).await,
+            log.replay(&sid("s0"), &st("a"), 0).await,
             Err(StoreError::Expired { .. })
         ));
-        assert_eq!(log.replay("s5", "a", 0).await.unwrap().len(), 1);
+        assert_eq!(log.replay(&sid("s5"), &st("a"), 0).await.unwrap().len(), 1);
     }
 }

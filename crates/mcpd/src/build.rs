@@ -90,11 +90,12 @@ pub(crate) fn build_on(
         let notifier = s.registry.notifier();
         up.on_event(Arc::new(move |_, e| {
             if let mcpd_gateway::upstream::Event::Notification(method, params) = e {
+                use mcpd_protocol::methods as m;
                 match method.as_str() {
-                    "notifications/tools/list_changed" => notifier.tools_list_changed(),
-                    "notifications/prompts/list_changed" => notifier.prompts_list_changed(),
-                    "notifications/resources/list_changed" => notifier.resources_list_changed(),
-                    "notifications/resources/updated" => {
+                    m::NOTIFICATION_TOOLS_LIST_CHANGED => notifier.tools_list_changed(),
+                    m::NOTIFICATION_PROMPTS_LIST_CHANGED => notifier.prompts_list_changed(),
+                    m::NOTIFICATION_RESOURCES_LIST_CHANGED => notifier.resources_list_changed(),
+                    m::NOTIFICATION_RESOURCE_UPDATED => {
                         if let Some(uri) = params["uri"].as_str() {
                             notifier.resource_updated(uri);
                         }

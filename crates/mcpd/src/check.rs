@@ -128,7 +128,7 @@ fn check_connections(config: &Config) -> Vec<Found> {
         let url = &config.store.redis_url;
         let ttl = Duration::from_secs(config.limits.session_idle_timeout_secs);
         let answer = system.block_on(async {
-            let store = mcpd_store::RedisStore::new(config.store.redis(ttl), "check")?;
+            let store = mcpd_store::RedisStore::new(config.store.redis(ttl), "check".into())?;
             store.check().await
         });
         found.push(match answer {

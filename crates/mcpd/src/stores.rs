@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpd_core::cluster::{self, Cluster};
+use mcpd_core::cluster::{Cluster, Local, Shared};
 use mcpd_core::sealed::KeyRing;
 use mcpd_store::{
-    ControlBus, EventLog, LocalBus, MemoryEventLog, MemorySessionDirectory, RedisBus, RedisStore,
-    SessionDirectory, TaskStore,
+    EventLog, MemoryEventLog, MemorySessionDirectory, RedisBus, RedisStore, SessionDirectory,
+    TaskStore,
 };
 
 use crate::config::{Config, StatelessSection, StoreBackend};
@@ -28,11 +28,11 @@ pub(crate) struct Stores {
     pub(crate) redis: Option<Arc<RedisStore>>,
 }
 
-/// One backend's event log, session directory, control bus and task store.
+/// One backend's event log, session directory, cluster and task store.
 type StoreSet = (
     Arc<dyn EventLog>,
     Arc<dyn SessionDirectory>,
-    Arc<dyn ControlBus>,
+    Arc<dyn Cluster>,
     Arc<dyn TaskStore>,
 );
 
@@ -41,13 +41,16 @@ impl Stores {
         let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
         let replica = mcpd_core::new_replica_id();
         let mut redis = None;
-        let (log, directory, bus, tasks): StoreSet = match config.store.backend {
+        // The one place that decides whether other replicas exist: the
+        // memory store is this process's alone ([`Local`]), the Redis store
+        // is shared through its bus ([`Shared`]).
+        let (log, directory, cluster, tasks): StoreSet = match config.store.backend {
             StoreBackend::Memory => (
                 Arc::new(MemoryEventLog::new(mcpd_store::Retention::from(
                     &config.store,
                 ))),
                 Arc::new(MemorySessionDirectory::default()),
-                Arc::new(LocalBus::new(replica)),
+                Arc::new(Local::new(replica)),
                 Arc::new(mcpd_store::MemoryTaskStore::default()),
             ),
             StoreBackend::Redis => {
@@ -58,7 +61,7 @@ impl Stores {
                 (
                     store.clone(),
                     store.clone(),
-                    Arc::new(RedisBus(store.clone())),
+                    Arc::new(Shared::new(Arc::new(RedisBus(store.clone())))),
                     store,
                 )
             }
@@ -66,7 +69,7 @@ impl Stores {
         Ok(Self {
             log,
             directory,
-            cluster: cluster::build(bus),
+            cluster,
             tasks,
             // Built once: every endpoint opens what any replica sealed.
             keys: config.stateless.key_ring(),

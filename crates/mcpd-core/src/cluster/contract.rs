@@ -9,49 +9,58 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::{ErrorObject, RequestId};
-use mcpd_store::StoreError;
+use mcpd_store::{ReplicaId, SessionId, StoreError, StreamId, TaskId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One control message between replicas. `s` is the session id.
+/// One control message between replicas. `s` is the session. The ids go
+/// on the bus as plain strings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum Control {
     /// The client cancelled a request that runs on the addressed replica.
-    Cancel { s: String, id: RequestId },
+    Cancel { s: SessionId, id: RequestId },
     /// The client answered a question the addressed replica asked.
     Answer {
-        s: String,
+        s: SessionId,
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     },
     /// The session was deleted: drop it, then acknowledge `ack` to `from`.
-    End { s: String, from: String, ack: u64 },
+    End {
+        s: SessionId,
+        from: ReplicaId,
+        ack: u64,
+    },
     /// The session's record changed: reload it, then acknowledge `ack` to `from`.
-    Reload { s: String, from: String, ack: u64 },
+    Reload {
+        s: SessionId,
+        from: ReplicaId,
+        ack: u64,
+    },
     /// A holder applied an `End` or `Reload`.
     Ack { ack: u64 },
     /// New events on `stream`, which the addressed replica delivers.
-    Wake { s: String, stream: String },
+    Wake { s: SessionId, stream: StreamId },
     /// `reader` now delivers `stream` (a resumption there): wake it on appends.
     Tail {
-        s: String,
-        stream: String,
-        reader: String,
+        s: SessionId,
+        stream: StreamId,
+        reader: ReplicaId,
     },
     /// The session's GET connection is now held by `to` (broadcast).
-    GetMoved { s: String, to: String },
+    GetMoved { s: SessionId, to: ReplicaId },
     /// The addressed replica follows `stream`, whose requests no longer run
     /// on the sender (they ended, or it holds no such session).
-    Gone { s: String, stream: String },
+    Gone { s: SessionId, stream: StreamId },
     /// Task `id`, which the addressed replica runs, was answered or
     /// cancelled: read its record.
-    Task { id: String },
+    Task { id: TaskId },
 }
 
 impl Control {
     /// The session the message is about (`None` for an acknowledgement).
-    pub fn session(&self) -> Option<&str> {
+    pub fn session(&self) -> Option<&SessionId> {
         match self {
             Control::Cancel { s, .. }
             | Control::Answer { s, .. }
@@ -80,9 +89,10 @@ pub trait Inbox: Send + Sync + 'static {
 #[async_trait]
 pub trait Cluster: Send + Sync + 'static {
     /// This replica's id (unique per process start).
-    fn replica(&self) -> &str;
+    fn replica(&self) -> &ReplicaId;
 
-    /// Whether other replicas share the event log and sessions.
+    /// Whether other replicas share the event log and sessions (fixed when
+    /// the cluster is built: [`super::Local`] or [`super::Shared`]).
     fn shared(&self) -> bool;
 
     /// Starts handing incoming control messages to `inbox`. Call once,
@@ -90,33 +100,33 @@ pub trait Cluster: Send + Sync + 'static {
     fn start(self: Arc<Self>, inbox: Arc<dyn Inbox>);
 
     /// Sends `msg` to `to` (or every replica), in the background.
-    fn publish(&self, to: Option<&str>, msg: Control);
+    fn publish(&self, to: Option<&ReplicaId>, msg: Control);
 
     /// Records this replica as a holder of `session` (it has an actor).
-    async fn register_holder(&self, session: &str) -> Result<(), StoreError>;
+    async fn register_holder(&self, session: &SessionId) -> Result<(), StoreError>;
 
     /// The replicas holding an actor of `session`.
-    async fn holders(&self, session: &str) -> Vec<String>;
+    async fn holders(&self, session: &SessionId) -> Vec<ReplicaId>;
 
     /// Tells `holders` that `session` ended and waits for them to drop it.
-    async fn end_everywhere(&self, session: &str, holders: Vec<String>);
+    async fn end_everywhere(&self, session: &SessionId, holders: Vec<ReplicaId>);
 
     /// Tells every holder of `session` to reload its record, and waits
     /// until they have (a change is answered once every replica applies it).
-    async fn reload_everywhere(&self, session: &str);
+    async fn reload_everywhere(&self, session: &SessionId);
 
     /// A holder acknowledged an `End` or `Reload`.
     fn acked(&self, ack: u64);
 
     /// Records that this replica runs request `id` of `session`.
-    fn own(&self, session: &str, id: &RequestId);
+    fn own(&self, session: &SessionId, id: &RequestId);
 
     /// Request `id` of `session` is over here.
-    fn disown(&self, session: &str, id: &RequestId);
+    fn disown(&self, session: &SessionId, id: &RequestId);
 
     /// The client cancelled request `id`, which does not run here: tell the
     /// replica that runs it, if any.
-    fn cancel_elsewhere(&self, session: &str, id: RequestId);
+    fn cancel_elsewhere(&self, session: &SessionId, id: RequestId);
 
     /// The id of this replica's `n`th question to a client (the answer may
     /// land on another replica, which must find its way back).
@@ -124,29 +134,29 @@ pub trait Cluster: Send + Sync + 'static {
 
     /// An answer to no question of this replica: hand it to the replica
     /// that asked (`Ok`), or give it back when none did (`Err`).
-    fn route_answer(&self, session: &str, r: Response) -> Result<(), Response>;
+    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Response>;
 
     /// Whether `replica` is alive (`None`: the store cannot tell now).
-    async fn is_alive(&self, replica: &str) -> Option<bool>;
+    async fn is_alive(&self, replica: &ReplicaId) -> Option<bool>;
 
     /// This replica now holds `session`'s GET connection.
-    fn claim_get(&self, session: &str);
+    fn claim_get(&self, session: &SessionId);
 
     /// `replica` delivers `stream` of `session`, which grew.
-    fn wake(&self, session: &str, replica: &str, stream: &str);
+    fn wake(&self, session: &SessionId, replica: &ReplicaId, stream: &StreamId);
 
     /// The GET stream of `session` grew: wake whichever replica holds it.
-    fn wake_get_holder(&self, session: &str);
+    fn wake_get_holder(&self, session: &SessionId);
 
     /// Ask `owner`, which serves `stream`, to wake this replica on appends.
-    fn tail(&self, session: &str, owner: &str, stream: &str);
+    fn tail(&self, session: &SessionId, owner: &ReplicaId, stream: &StreamId);
 
     /// Tell `reader`, which follows `stream`, that its requests no longer
     /// run here.
-    fn gone(&self, session: &str, reader: &str, stream: &str) {
+    fn gone(&self, session: &SessionId, reader: &ReplicaId, stream: &StreamId) {
         let msg = Control::Gone {
-            s: session.to_owned(),
-            stream: stream.to_owned(),
+            s: session.clone(),
+            stream: stream.clone(),
         };
         self.publish(Some(reader), msg);
     }

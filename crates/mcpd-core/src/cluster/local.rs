@@ -5,25 +5,23 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::RequestId;
-use mcpd_store::StoreError;
+use mcpd_store::{ReplicaId, SessionId, StoreError, StreamId};
 
 use super::contract::{Cluster, Control, Inbox};
 
 pub struct Local {
-    replica: String,
+    replica: ReplicaId,
 }
 
 impl Local {
-    pub fn new(replica: impl Into<String>) -> Self {
-        Self {
-            replica: replica.into(),
-        }
+    pub fn new(replica: ReplicaId) -> Self {
+        Self { replica }
     }
 }
 
 #[async_trait]
 impl Cluster for Local {
-    fn replica(&self) -> &str {
+    fn replica(&self) -> &ReplicaId {
         &self.replica
     }
 
@@ -33,45 +31,45 @@ impl Cluster for Local {
 
     fn start(self: Arc<Self>, _inbox: Arc<dyn Inbox>) {}
 
-    fn publish(&self, _to: Option<&str>, _msg: Control) {}
+    fn publish(&self, _to: Option<&ReplicaId>, _msg: Control) {}
 
-    async fn register_holder(&self, _session: &str) -> Result<(), StoreError> {
+    async fn register_holder(&self, _session: &SessionId) -> Result<(), StoreError> {
         Ok(())
     }
 
-    async fn holders(&self, _session: &str) -> Vec<String> {
+    async fn holders(&self, _session: &SessionId) -> Vec<ReplicaId> {
         Vec::new()
     }
 
-    async fn end_everywhere(&self, _session: &str, _holders: Vec<String>) {}
+    async fn end_everywhere(&self, _session: &SessionId, _holders: Vec<ReplicaId>) {}
 
-    async fn reload_everywhere(&self, _session: &str) {}
+    async fn reload_everywhere(&self, _session: &SessionId) {}
 
     fn acked(&self, _ack: u64) {}
 
-    fn own(&self, _session: &str, _id: &RequestId) {}
+    fn own(&self, _session: &SessionId, _id: &RequestId) {}
 
-    fn disown(&self, _session: &str, _id: &RequestId) {}
+    fn disown(&self, _session: &SessionId, _id: &RequestId) {}
 
-    fn cancel_elsewhere(&self, _session: &str, _id: RequestId) {}
+    fn cancel_elsewhere(&self, _session: &SessionId, _id: RequestId) {}
 
     fn question_id(&self, n: i64) -> RequestId {
         RequestId::Int(n)
     }
 
-    fn route_answer(&self, _session: &str, r: Response) -> Result<(), Response> {
+    fn route_answer(&self, _session: &SessionId, r: Response) -> Result<(), Response> {
         Err(r)
     }
 
-    async fn is_alive(&self, replica: &str) -> Option<bool> {
-        Some(replica == self.replica)
+    async fn is_alive(&self, replica: &ReplicaId) -> Option<bool> {
+        Some(*replica == self.replica)
     }
 
-    fn claim_get(&self, _session: &str) {}
+    fn claim_get(&self, _session: &SessionId) {}
 
-    fn wake(&self, _session: &str, _replica: &str, _stream: &str) {}
+    fn wake(&self, _session: &SessionId, _replica: &ReplicaId, _stream: &StreamId) {}
 
-    fn wake_get_holder(&self, _session: &str) {}
+    fn wake_get_holder(&self, _session: &SessionId) {}
 
-    fn tail(&self, _session: &str, _owner: &str, _stream: &str) {}
+    fn tail(&self, _session: &SessionId, _owner: &ReplicaId, _stream: &StreamId) {}
 }

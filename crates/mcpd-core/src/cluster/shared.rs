@@ -10,11 +10,10 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::RequestId;
-use mcpd_store::{BusTarget, ControlBus, StoreError};
+use mcpd_store::{BusTarget, ControlBus, Owned, ReplicaId, SessionId, StoreError, StreamId};
 use tokio::sync::mpsc;
 
 use super::contract::{Cluster, Control, Inbox};
-use crate::stream::GET_STREAM;
 
 /// How often ownership removals that failed are tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
@@ -26,7 +25,7 @@ pub struct Shared {
     /// Ownership records (session, field) whose removal failed (the store
     /// was away): removed once it answers again, so no replica is taken
     /// for the server of a request that ended.
-    stale: Arc<DashMap<(String, String), ()>>,
+    stale: Arc<DashMap<(SessionId, Owned), ()>>,
 }
 
 impl Shared {
@@ -40,8 +39,8 @@ impl Shared {
 
     /// Removes the ownership records whose removal failed; those that fail
     /// again stay for the next round.
-    async fn remove_stale(bus: &dyn ControlBus, stale: &DashMap<(String, String), ()>) {
-        let keys: Vec<(String, String)> = stale.iter().map(|e| e.key().clone()).collect();
+    async fn remove_stale(bus: &dyn ControlBus, stale: &DashMap<(SessionId, Owned), ()>) {
+        let keys: Vec<(SessionId, Owned)> = stale.iter().map(|e| e.key().clone()).collect();
         for (session, what) in keys {
             if bus.set_owner(&session, &what, None).await.is_ok() {
                 stale.remove(&(session, what));
@@ -52,7 +51,7 @@ impl Shared {
     /// Sends `make(ack)` to each of `holders` and waits for their
     /// acknowledgements, at most one second (a holder that died meanwhile
     /// must not block the client).
-    async fn tell_holders(&self, holders: Vec<String>, make: impl Fn(u64) -> Control) {
+    async fn tell_holders(&self, holders: Vec<ReplicaId>, make: impl Fn(u64) -> Control) {
         if holders.is_empty() {
             return;
         }
@@ -86,12 +85,12 @@ impl Shared {
 
     /// Records `what` of `session` as held by `replica` (or by none), in
     /// the background; a removal that fails is tried again later.
-    fn set_owner(&self, session: &str, what: String, replica: Option<String>) {
-        let (bus, session, stale) = (self.bus.clone(), session.to_owned(), self.stale.clone());
+    fn set_owner(&self, session: &SessionId, what: Owned, replica: Option<ReplicaId>) {
+        let (bus, session, stale) = (self.bus.clone(), session.clone(), self.stale.clone());
         tokio::spawn(async move {
-            let done = bus.set_owner(&session, &what, replica.as_deref()).await;
+            let done = bus.set_owner(&session, &what, replica.as_ref()).await;
             if let (Err(e), None) = (done, replica) {
-                tracing::warn!(session = %session, what = %what, error = %e, "ownership record not removed; trying again when the store answers");
+                tracing::warn!(session = %session, what = ?what, error = %e, "ownership record not removed; trying again when the store answers");
                 stale.insert((session, what), ());
             }
         });
@@ -100,7 +99,7 @@ impl Shared {
 
 #[async_trait]
 impl Cluster for Shared {
-    fn replica(&self) -> &str {
+    fn replica(&self) -> &ReplicaId {
         self.bus.replica()
     }
 
@@ -135,8 +134,8 @@ impl Cluster for Shared {
         });
     }
 
-    fn publish(&self, to: Option<&str>, msg: Control) {
-        let (bus, to) = (self.bus.clone(), to.map(str::to_owned));
+    fn publish(&self, to: Option<&ReplicaId>, msg: Control) {
+        let (bus, to) = (self.bus.clone(), to.cloned());
         tokio::spawn(async move {
             let target = match &to {
                 Some(r) => BusTarget::Replica(r),
@@ -148,32 +147,32 @@ impl Cluster for Shared {
         });
     }
 
-    async fn register_holder(&self, session: &str) -> Result<(), StoreError> {
+    async fn register_holder(&self, session: &SessionId) -> Result<(), StoreError> {
         let me = self.bus.replica();
         self.bus
-            .set_owner(session, &format!("h:{me}"), Some(me))
+            .set_owner(session, &Owned::Holder(me.clone()), Some(me))
             .await
     }
 
-    async fn holders(&self, session: &str) -> Vec<String> {
+    async fn holders(&self, session: &SessionId) -> Vec<ReplicaId> {
         self.bus.holders(session).await.unwrap_or_default()
     }
 
-    async fn end_everywhere(&self, session: &str, holders: Vec<String>) {
-        let from = self.replica().to_owned();
+    async fn end_everywhere(&self, session: &SessionId, holders: Vec<ReplicaId>) {
+        let from = self.replica().clone();
         self.tell_holders(holders, |ack| Control::End {
-            s: session.to_owned(),
+            s: session.clone(),
             from: from.clone(),
             ack,
         })
         .await;
     }
 
-    async fn reload_everywhere(&self, session: &str) {
+    async fn reload_everywhere(&self, session: &SessionId) {
         let holders = self.holders(session).await;
-        let from = self.replica().to_owned();
+        let from = self.replica().clone();
         self.tell_holders(holders, |ack| Control::Reload {
-            s: session.to_owned(),
+            s: session.clone(),
             from: from.clone(),
             ack,
         })
@@ -186,19 +185,21 @@ impl Cluster for Shared {
         }
     }
 
-    fn own(&self, session: &str, id: &RequestId) {
-        self.set_owner(session, owner_key(id), Some(self.replica().to_owned()));
+    fn own(&self, session: &SessionId, id: &RequestId) {
+        let what = Owned::Request(id.clone());
+        self.set_owner(session, what, Some(self.replica().clone()));
     }
 
-    fn disown(&self, session: &str, id: &RequestId) {
-        self.set_owner(session, owner_key(id), None);
+    fn disown(&self, session: &SessionId, id: &RequestId) {
+        self.set_owner(session, Owned::Request(id.clone()), None);
     }
 
-    fn cancel_elsewhere(&self, session: &str, id: RequestId) {
-        let (bus, session) = (self.bus.clone(), session.to_owned());
+    fn cancel_elsewhere(&self, session: &SessionId, id: RequestId) {
+        let (bus, session) = (self.bus.clone(), session.clone());
         tokio::spawn(async move {
-            if let Ok(Some(owner)) = bus.owner(&session, &owner_key(&id)).await {
-                if owner != bus.replica() {
+            let what = Owned::Request(id.clone());
+            if let Ok(Some(owner)) = bus.owner(&session, &what).await {
+                if owner != *bus.replica() {
                     let msg = Control::Cancel { s: session, id };
                     let _ = bus
                         .publish(BusTarget::Replica(&owner), msg.to_bytes())
@@ -213,13 +214,13 @@ impl Cluster for Shared {
         RequestId::Str(format!("{}-{n}", self.replica()))
     }
 
-    fn route_answer(&self, session: &str, r: Response) -> Result<(), Response> {
-        let Some(replica) = asked_by(&r.id).filter(|rep| *rep != self.replica()) else {
+    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Response> {
+        let Some(replica) = asked_by(&r.id).filter(|rep| *rep != self.replica().as_str()) else {
             return Err(r);
         };
-        let replica = replica.to_owned();
+        let replica = ReplicaId::from(replica);
         let msg = Control::Answer {
-            s: session.to_owned(),
+            s: session.clone(),
             id: r.id,
             outcome: r.outcome,
         };
@@ -227,29 +228,25 @@ impl Cluster for Shared {
         Ok(())
     }
 
-    async fn is_alive(&self, replica: &str) -> Option<bool> {
+    async fn is_alive(&self, replica: &ReplicaId) -> Option<bool> {
         self.bus.is_alive(replica).await.ok()
     }
 
-    fn claim_get(&self, session: &str) {
-        let (bus, session, me) = (
-            self.bus.clone(),
-            session.to_owned(),
-            self.replica().to_owned(),
-        );
+    fn claim_get(&self, session: &SessionId) {
+        let (bus, session, me) = (self.bus.clone(), session.clone(), self.replica().clone());
         tokio::spawn(async move {
-            let _ = bus.set_owner(&session, "g", Some(&me)).await;
+            let _ = bus.set_owner(&session, &Owned::Get, Some(&me)).await;
             let msg = Control::GetMoved { s: session, to: me };
             let _ = bus.publish(BusTarget::All, msg.to_bytes()).await;
         });
     }
 
-    fn wake(&self, session: &str, replica: &str, stream: &str) {
+    fn wake(&self, session: &SessionId, replica: &ReplicaId, stream: &StreamId) {
         let msg = Control::Wake {
-            s: session.to_owned(),
-            stream: stream.to_owned(),
+            s: session.clone(),
+            stream: stream.clone(),
         };
-        let (bus, replica) = (self.bus.clone(), replica.to_owned());
+        let (bus, replica) = (self.bus.clone(), replica.clone());
         tokio::spawn(async move {
             if let Err(e) = bus
                 .publish(BusTarget::Replica(&replica), msg.to_bytes())
@@ -260,15 +257,15 @@ impl Cluster for Shared {
         });
     }
 
-    fn wake_get_holder(&self, session: &str) {
+    fn wake_get_holder(&self, session: &SessionId) {
         // Not known here yet (a rebuilt copy): ask the store.
-        let (bus, session) = (self.bus.clone(), session.to_owned());
+        let (bus, session) = (self.bus.clone(), session.clone());
         tokio::spawn(async move {
-            if let Ok(Some(o)) = bus.owner(&session, "g").await {
-                if o != bus.replica() {
+            if let Ok(Some(o)) = bus.owner(&session, &Owned::Get).await {
+                if o != *bus.replica() {
                     let msg = Control::Wake {
                         s: session,
-                        stream: GET_STREAM.into(),
+                        stream: StreamId::get(),
                     };
                     let _ = bus.publish(BusTarget::Replica(&o), msg.to_bytes()).await;
                 }
@@ -281,19 +278,14 @@ impl Cluster for Shared {
         self.bus.retire(Duration::from_secs(2)).await;
     }
 
-    fn tail(&self, session: &str, owner: &str, stream: &str) {
+    fn tail(&self, session: &SessionId, owner: &ReplicaId, stream: &StreamId) {
         let msg = Control::Tail {
-            s: session.to_owned(),
-            stream: stream.to_owned(),
-            reader: self.replica().to_owned(),
+            s: session.clone(),
+            stream: stream.clone(),
+            reader: self.replica().clone(),
         };
         self.publish(Some(owner), msg);
     }
-}
-
-/// The ownership-hash field of client request `id`.
-fn owner_key(id: &RequestId) -> String {
-    format!("r:{}", serde_json::to_string(id).unwrap_or_default())
 }
 
 /// The replica that asked question `id` (ids are `<replica>-<n>`).

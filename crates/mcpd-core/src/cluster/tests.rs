@@ -11,12 +11,24 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::{ErrorObject, RequestId};
-use mcpd_store::{BusTarget, ControlBus, LocalBus, StoreError};
+use mcpd_store::{BusTarget, ControlBus, Owned, ReplicaId, SessionId, StoreError, StreamId};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{build, Cluster, Control, Local, Shared};
+use super::{Cluster, Control, Local, Shared};
 use crate::testing::eventually;
+
+fn sid(s: &str) -> SessionId {
+    SessionId::from(s)
+}
+
+fn rid(s: &str) -> ReplicaId {
+    ReplicaId::from(s)
+}
+
+fn st(s: &str) -> StreamId {
+    StreamId::from(s)
+}
 
 // --- the wire ---
 
@@ -108,8 +120,8 @@ fn every_control_message_has_a_fixed_wire_form_and_reads_back() {
 
 #[test]
 fn a_control_message_names_its_session_unless_it_is_an_ack_or_a_task() {
-    let about = |m: Control| m.session().map(str::to_owned);
-    let s = || "s1".to_owned();
+    let about = |m: Control| m.session().cloned();
+    let s = || sid("s1");
     assert_eq!(
         about(Control::Wake {
             s: s(),
@@ -143,19 +155,19 @@ fn an_unknown_control_message_is_not_read() {
 // --- the local cluster ---
 
 #[tokio::test]
-async fn build_gives_a_local_cluster_for_a_bus_of_one_process() {
-    let cluster = build(Arc::new(LocalBus::new("solo")));
+async fn the_local_cluster_is_one_process_that_holds_nothing_elsewhere() {
+    let cluster: Arc<dyn Cluster> = Arc::new(Local::new(rid("solo")));
     assert!(!cluster.shared());
     assert_eq!(cluster.replica(), "solo");
-    assert_eq!(cluster.is_alive("solo").await, Some(true));
-    assert_eq!(cluster.is_alive("other").await, Some(false));
-    assert_eq!(cluster.holders("s1").await, Vec::<String>::new());
-    assert_eq!(cluster.register_holder("s1").await, Ok(()));
+    assert_eq!(cluster.is_alive(&rid("solo")).await, Some(true));
+    assert_eq!(cluster.is_alive(&rid("other")).await, Some(false));
+    assert_eq!(cluster.holders(&sid("s1")).await, Vec::<ReplicaId>::new());
+    assert_eq!(cluster.register_holder(&sid("s1")).await, Ok(()));
 }
 
 #[test]
 fn the_local_cluster_numbers_questions_and_gives_every_stray_answer_back() {
-    let local = Local::new("solo");
+    let local = Local::new(rid("solo"));
     assert_eq!(local.question_id(1), RequestId::Int(1));
     assert_eq!(local.question_id(42), RequestId::Int(42));
     // No other replica asked anything: the answer is the session's to drop.
@@ -164,7 +176,7 @@ fn the_local_cluster_numbers_questions_and_gives_every_stray_answer_back() {
             id: id.clone(),
             outcome: Ok(json!({})),
         };
-        let back = local.route_answer("s1", r).expect_err("given back");
+        let back = local.route_answer(&sid("s1"), r).expect_err("given back");
         assert_eq!(back.id, id);
     }
 }
@@ -187,25 +199,21 @@ impl Fabric {
 }
 
 struct MemoryBus {
-    replica: String,
+    replica: ReplicaId,
     fabric: Arc<Fabric>,
 }
 
 #[async_trait]
 impl ControlBus for MemoryBus {
-    fn replica(&self) -> &str {
+    fn replica(&self) -> &ReplicaId {
         &self.replica
-    }
-
-    fn is_distributed(&self) -> bool {
-        true
     }
 
     fn start(&self, _inbox: mpsc::Sender<Bytes>) {}
 
     async fn publish(&self, to: BusTarget<'_>, message: Bytes) -> Result<(), StoreError> {
         let to = match to {
-            BusTarget::Replica(r) => r.to_owned(),
+            BusTarget::Replica(r) => r.to_string(),
             BusTarget::All => "*".to_owned(),
         };
         let msg = serde_json::from_slice(&message).expect("a control message is JSON");
@@ -213,50 +221,58 @@ impl ControlBus for MemoryBus {
         Ok(())
     }
 
-    async fn is_alive(&self, _replica: &str) -> Result<bool, StoreError> {
+    async fn is_alive(&self, _replica: &ReplicaId) -> Result<bool, StoreError> {
         Ok(true)
     }
 
     async fn set_owner(
         &self,
-        session: &str,
-        what: &str,
-        replica: Option<&str>,
+        session: &SessionId,
+        what: &Owned,
+        replica: Option<&ReplicaId>,
     ) -> Result<(), StoreError> {
-        let key = (session.to_owned(), what.to_owned());
+        let key = (session.to_string(), what.key());
         let mut owners = self.fabric.owners.lock().unwrap();
         match replica {
-            Some(r) => owners.insert(key, r.to_owned()),
+            Some(r) => owners.insert(key, r.to_string()),
             None => owners.remove(&key),
         };
         Ok(())
     }
 
-    async fn owner(&self, session: &str, what: &str) -> Result<Option<String>, StoreError> {
-        let key = (session.to_owned(), what.to_owned());
-        Ok(self.fabric.owners.lock().unwrap().get(&key).cloned())
+    async fn owner(
+        &self,
+        session: &SessionId,
+        what: &Owned,
+    ) -> Result<Option<ReplicaId>, StoreError> {
+        let key = (session.to_string(), what.key());
+        let owners = self.fabric.owners.lock().unwrap();
+        Ok(owners.get(&key).map(|r| rid(r)))
     }
 
-    async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError> {
+    async fn holders(&self, session: &SessionId) -> Result<Vec<ReplicaId>, StoreError> {
         let owners = self.fabric.owners.lock().unwrap();
         Ok(owners
             .iter()
-            .filter(|((s, what), r)| s == session && what.starts_with("h:") && **r != self.replica)
-            .map(|(_, r)| r.clone())
+            .filter(|((s, what), r)| {
+                s == session.as_str() && what.starts_with("h:") && **r != *self.replica
+            })
+            .map(|(_, r)| rid(r))
             .collect())
     }
 }
 
-/// A shared cluster for `replica` on `fabric`, built as the binary builds it.
+/// A shared cluster for `replica` on `fabric`, built as the binary builds
+/// it for the Redis store.
 fn replica(name: &str, fabric: &Arc<Fabric>) -> Arc<dyn Cluster> {
-    build(Arc::new(MemoryBus {
+    Arc::new(Shared::new(Arc::new(MemoryBus {
         replica: name.into(),
         fabric: fabric.clone(),
-    }))
+    })))
 }
 
 #[tokio::test]
-async fn build_gives_a_shared_cluster_for_a_distributed_bus() {
+async fn the_shared_cluster_says_so() {
     let fabric = Arc::default();
     let cluster = replica("r1", &fabric);
     assert!(cluster.shared());
@@ -276,11 +292,11 @@ async fn a_question_id_names_the_replica_an_answer_is_routed_back_to() {
     };
     // Landing on the replica that asked, it is that replica's own.
     let back = asker
-        .route_answer("s1", answer.clone())
+        .route_answer(&sid("s1"), answer.clone())
         .expect_err("its own");
     assert_eq!(back, answer);
     // Landing elsewhere, it goes to the asker.
-    assert_eq!(other.route_answer("s1", answer), Ok(()));
+    assert_eq!(other.route_answer(&sid("s1"), answer), Ok(()));
     let f = fabric.clone();
     eventually("the answer is relayed", || f.sent().len() == 1).await;
     assert_eq!(
@@ -304,7 +320,10 @@ fn an_answer_whose_id_names_no_replica_is_given_back() {
             id: id.clone(),
             outcome: Ok(json!({})),
         };
-        assert_eq!(cluster.route_answer("s1", r).map_err(|r| r.id), Err(id));
+        assert_eq!(
+            cluster.route_answer(&sid("s1"), r).map_err(|r| r.id),
+            Err(id)
+        );
     }
 }
 
@@ -312,16 +331,16 @@ fn an_answer_whose_id_names_no_replica_is_given_back() {
 async fn a_cancellation_goes_to_the_replica_that_owns_the_request_only() {
     let fabric: Arc<Fabric> = Arc::default();
     let (here, there) = (replica("r1", &fabric), replica("r2", &fabric));
-    there.own("s1", &RequestId::Int(7));
+    there.own(&sid("s1"), &RequestId::Int(7));
     let owners = fabric.clone();
     eventually("r2 is recorded as running 7", || {
         !owners.owners.lock().unwrap().is_empty()
     })
     .await;
     // The owner cancelling its own request, or a request nobody owns: no message.
-    there.cancel_elsewhere("s1", RequestId::Int(7));
-    here.cancel_elsewhere("s1", RequestId::Int(8));
-    here.cancel_elsewhere("s1", RequestId::Int(7));
+    there.cancel_elsewhere(&sid("s1"), RequestId::Int(7));
+    here.cancel_elsewhere(&sid("s1"), RequestId::Int(8));
+    here.cancel_elsewhere(&sid("s1"), RequestId::Int(7));
     let f = fabric.clone();
     eventually("the cancellation is sent", || !f.sent().is_empty()).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -330,7 +349,7 @@ async fn a_cancellation_goes_to_the_replica_that_owns_the_request_only() {
         [("r2".into(), json!({"t": "cancel", "s": "s1", "id": 7}))]
     );
     // Over: nobody runs it any more.
-    there.disown("s1", &RequestId::Int(7));
+    there.disown(&sid("s1"), &RequestId::Int(7));
     let owners = fabric.clone();
     eventually("the record is removed", || {
         owners.owners.lock().unwrap().is_empty()
@@ -342,9 +361,9 @@ async fn a_cancellation_goes_to_the_replica_that_owns_the_request_only() {
 async fn stream_messages_are_addressed_to_the_replica_named() {
     let fabric: Arc<Fabric> = Arc::default();
     let me = replica("r1", &fabric);
-    me.tail("s1", "r2", "p1");
-    me.gone("s1", "r3", "p2");
-    me.wake("s1", "r4", "p3");
+    me.tail(&sid("s1"), &rid("r2"), &st("p1"));
+    me.gone(&sid("s1"), &rid("r3"), &st("p2"));
+    me.wake(&sid("s1"), &rid("r4"), &st("p3"));
     let f = fabric.clone();
     eventually("all three are sent", || f.sent().len() == 3).await;
     let mut sent = fabric.sent();
@@ -370,7 +389,7 @@ async fn ending_a_session_everywhere_waits_for_every_holder_to_acknowledge() {
     let started = Instant::now();
     let ending = tokio::spawn(async move {
         cluster
-            .end_everywhere("s1", vec!["r2".into(), "r3".into()])
+            .end_everywhere(&sid("s1"), vec!["r2".into(), "r3".into()])
             .await
     });
     eventually("both holders are told", || f.sent().len() == 2).await;
@@ -401,7 +420,7 @@ async fn a_holder_that_never_acknowledges_holds_the_end_one_second_at_most() {
     let started = Instant::now();
     tokio::time::timeout(
         Duration::from_secs(3),
-        me.end_everywhere("s1", vec!["dead".into()]),
+        me.end_everywhere(&sid("s1"), vec!["dead".into()]),
     )
     .await
     .expect("gives up");
@@ -413,11 +432,11 @@ async fn a_holder_that_never_acknowledges_holds_the_end_one_second_at_most() {
 async fn a_reload_is_sent_to_the_other_holders_of_the_session() {
     let fabric: Arc<Fabric> = Arc::default();
     let (me, other) = (replica("r1", &fabric), replica("r2", &fabric));
-    me.register_holder("s1").await.unwrap();
-    other.register_holder("s1").await.unwrap();
-    assert_eq!(me.holders("s1").await, ["r2"]);
+    me.register_holder(&sid("s1")).await.unwrap();
+    other.register_holder(&sid("s1")).await.unwrap();
+    assert_eq!(me.holders(&sid("s1")).await, ["r2"]);
     let (cluster, f) = (me.clone(), fabric.clone());
-    let reloading = tokio::spawn(async move { cluster.reload_everywhere("s1").await });
+    let reloading = tokio::spawn(async move { cluster.reload_everywhere(&sid("s1")).await });
     eventually("r2 is told", || f.sent().len() == 1).await;
     let (to, msg) = fabric.sent().remove(0);
     assert_eq!(to, "r2");

@@ -4,10 +4,10 @@
 //! message, so events keep their order and a resumption never races an
 //! append.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use mcpd_store::StreamId;
 
 use super::SessionActor;
 use crate::streams::{Batch, Effect, Purpose};
@@ -103,7 +103,7 @@ impl SessionActor {
 
     fn read(
         &mut self,
-        stream: Arc<str>,
+        stream: StreamId,
         purpose: Purpose,
         check_owner: bool,
         ctx: &mut Context<Self>,
@@ -119,7 +119,7 @@ impl SessionActor {
             let mut alive = false;
             if let (true, Ok(events)) = (check_owner, &events) {
                 if let Some(owner) = crate::streams::owner_named(events) {
-                    if owner != cluster.replica() {
+                    if owner != *cluster.replica() {
                         alive = cluster.is_alive(&owner).await.unwrap_or(false);
                     }
                 }

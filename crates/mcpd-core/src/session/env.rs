@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcpd_store::{EventLog, SessionDirectory};
+use mcpd_store::{EventLog, SessionDirectory, SessionId};
 
 use crate::cluster::Cluster;
 use crate::dispatch::McpServer;
@@ -13,7 +13,7 @@ use crate::stats::Stats;
 /// The session table, as a session actor needs it.
 pub trait Slots: Send + Sync + 'static {
     /// The actor of `id` stopped (`expired`: idle too long).
-    fn stopped(&self, id: &Arc<str>, expired: bool);
+    fn stopped(&self, id: &SessionId, expired: bool);
     /// The session was deleted while this replica missed the news: forget it.
     fn drop_local(&self, id: &str);
 }

@@ -3,6 +3,7 @@
 
 use actix::prelude::*;
 use mcpd_protocol::{ErrorObject, RequestId};
+use mcpd_store::{ReplicaId, StreamId};
 use serde_json::Value;
 
 #[derive(Message)]
@@ -22,31 +23,31 @@ pub struct RemoteAnswer {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Reload {
-    pub ack: Option<(String, u64)>,
+    pub ack: Option<(ReplicaId, u64)>,
 }
 
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Wake {
-    pub stream: String,
+    pub stream: StreamId,
 }
 
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RemoteTail {
-    pub stream: String,
-    pub reader: String,
+    pub stream: StreamId,
+    pub reader: ReplicaId,
 }
 
 /// The replica serving a stream this one follows no longer runs it.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RemoteGone {
-    pub stream: String,
+    pub stream: StreamId,
 }
 
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct GetMoved {
-    pub to: String,
+    pub to: ReplicaId,
 }

@@ -1,16 +1,17 @@
 //! The session era's [`Peer`]: a request's outbound messages go through its
 //! session actor onto the request's own SSE stream.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use async_trait::async_trait;
 use mcpd_protocol::types::{LoggingLevel, LoggingMessageParams};
+use mcpd_store::StreamId;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::context::{Peer, PeerError};
+use crate::request::RequestKey;
 use mcpd_protocol::{ErrorObject, RequestId};
 
 use super::SessionActor;
@@ -20,24 +21,24 @@ use super::SessionActor;
 #[derive(Message)]
 #[rtype(result = "Result<(), PeerError>")]
 pub(crate) struct Emit {
-    pub key: u64,
-    pub stream: Arc<str>,
+    pub key: RequestKey,
+    pub stream: StreamId,
     pub message: Value,
 }
 
 #[derive(Message)]
 #[rtype(result = "Result<(), PeerError>")]
 pub(crate) struct Log {
-    pub key: u64,
-    pub stream: Arc<str>,
+    pub key: RequestKey,
+    pub stream: StreamId,
     pub params: LoggingMessageParams,
 }
 
 #[derive(Message)]
 #[rtype(result = "Result<RequestId, PeerError>")]
 pub(crate) struct Ask {
-    pub key: u64,
-    pub stream: Arc<str>,
+    pub key: RequestKey,
+    pub stream: StreamId,
     pub method: &'static str,
     pub params: Value,
     pub reply: oneshot::Sender<Result<Value, ErrorObject>>,
@@ -52,17 +53,17 @@ pub(crate) struct AskTimedOut {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct Release {
-    pub stream: Arc<str>,
+    pub stream: StreamId,
 }
 
 pub(crate) struct SessionPeer {
     session: Addr<SessionActor>,
-    key: u64,
-    stream: Arc<str>,
+    key: RequestKey,
+    stream: StreamId,
 }
 
 impl SessionPeer {
-    pub fn new(session: Addr<SessionActor>, key: u64, stream: Arc<str>) -> Self {
+    pub fn new(session: Addr<SessionActor>, key: RequestKey, stream: StreamId) -> Self {
         Self {
             session,
             key,

@@ -1,9 +1,8 @@
 //! A change of session state waiting to be saved, and the request it
 //! answers.
 
-use std::sync::Arc;
-
 use mcpd_protocol::RequestId;
+use mcpd_store::StreamId;
 
 use crate::dispatch::Watch;
 
@@ -19,6 +18,6 @@ pub(super) enum StateChange {
 /// its span and metrics.
 pub(super) struct Pending {
     pub id: RequestId,
-    pub stream: Arc<str>,
+    pub stream: StreamId,
     pub watch: Watch,
 }

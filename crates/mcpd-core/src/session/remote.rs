@@ -1,8 +1,6 @@
 //! What reaches a session from outside its client: other replicas (over
 //! the control bus, through the session table) and the change feed.
 
-use std::sync::Arc;
-
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc;
 use mcpd_protocol::methods as m;
@@ -70,7 +68,7 @@ impl Handler<Wake> for SessionActor {
     type Result = ();
 
     fn handle(&mut self, msg: Wake, ctx: &mut Context<Self>) {
-        self.streams.pull(Arc::from(msg.stream.as_str()));
+        self.streams.pull(msg.stream);
         self.drive(ctx);
     }
 }

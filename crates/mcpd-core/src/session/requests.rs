@@ -13,6 +13,7 @@ use mcpd_protocol::types::{
     parse_params, CancelledParams, LoggingLevel, SetLevelParams, UriParams,
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, Method, RequestId};
+use mcpd_store::StreamId;
 use serde_json::Value;
 
 use super::peer::{Ask, AskTimedOut, Emit, Log, Release, SessionPeer};
@@ -22,7 +23,7 @@ use crate::caller::Caller;
 use crate::context::{ContextParts, PeerError, RequestContext};
 use crate::dispatch::route::{Era, Route};
 use crate::lifecycle::LifecycleError;
-use crate::request::{report_to, Cancel, RequestActor, RequestDone};
+use crate::request::{report_to, Cancel, RequestActor, RequestDone, RequestKey};
 
 // === impl SessionActor ===
 
@@ -72,7 +73,7 @@ impl SessionActor {
     /// [`McpServer::route`](crate::McpServer::route) decides: answer it
     /// (`ping`, refusals), save a change of session state, or run it.
     /// Every request not run gets its span and is counted here.
-    fn first_look(&mut self, r: &Request, stream: &Arc<str>) -> FirstLook {
+    fn first_look(&mut self, r: &Request, stream: &StreamId) -> FirstLook {
         let params = r.params.as_ref();
         let watch = || self.env.server.watch(r, Some(&*self.id));
         let answer = |outcome: Result<Value, ErrorObject>| {
@@ -152,7 +153,7 @@ impl SessionActor {
     pub(super) fn start_request(
         &mut self,
         r: Request,
-        stream: &Arc<str>,
+        stream: &StreamId,
         caller: &Caller,
         ctx: &mut Context<Self>,
     ) {
@@ -165,7 +166,7 @@ impl SessionActor {
             FirstLook::Saving => return, // answered once saved
             FirstLook::Run => {}
         }
-        self.next_request_key += 1;
+        self.next_request_key = self.next_request_key.next();
         let key = self.next_request_key;
         let progress_token = r.progress_token().cloned();
         let peer = SessionPeer::new(ctx.address(), key, stream.clone());
@@ -190,7 +191,7 @@ impl SessionActor {
             self.env.stats.clone(),
         )
         .start();
-        if self.env.cluster.shared() && !self.claim_sweep_armed {
+        if self.streams.shared() && !self.claim_sweep_armed {
             self.arm_claim_sweep(ctx);
         }
         self.requests.insert(
@@ -234,7 +235,7 @@ impl SessionActor {
     /// which the spec allows (a cancellation may arrive too late); the
     /// request's response is delivered as usual. See `docs/architecture.md`.
     /// `Gone` when the request is over (nothing may follow its response).
-    fn claim(&mut self, key: u64) -> Result<(), PeerError> {
+    fn claim(&mut self, key: RequestKey) -> Result<(), PeerError> {
         let (id, req) = self
             .requests
             .iter_mut()
@@ -251,7 +252,7 @@ impl SessionActor {
         FirstLook::Saving
     }
 
-    fn request_by_key(&self, key: u64) -> Option<&RequestId> {
+    fn request_by_key(&self, key: RequestKey) -> Option<&RequestId> {
         self.requests
             .iter()
             .find(|(_, f)| f.key == key)

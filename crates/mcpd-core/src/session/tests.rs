@@ -226,6 +226,6 @@ async fn an_answer_to_no_question_of_this_session_goes_to_the_cluster() {
     assert!(matches!(ack, PostReply::Accepted), "{ack:?}");
     let routed = cluster.answers.lock().unwrap().clone();
     assert_eq!(routed.len(), 1);
-    assert_eq!(routed[0].0, s.id());
+    assert_eq!(routed[0].0, *s.id());
     assert_eq!(routed[0].1.id, RequestId::Str("other-3".into()));
 }

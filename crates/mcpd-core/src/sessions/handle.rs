@@ -8,6 +8,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc::Message;
 use mcpd_protocol::ProtocolVersion;
+use mcpd_store::SessionId;
 use tokio::sync::oneshot;
 
 use crate::caller::Caller;
@@ -20,7 +21,7 @@ use crate::stream::StreamReceiver;
 /// A cloneable reference to one session, for the transport.
 #[derive(Clone)]
 pub struct SessionHandle {
-    id: Arc<str>,
+    id: SessionId,
     version: ProtocolVersion,
     /// The principal that created the session, when auth is on.
     owner: Option<Arc<str>>,
@@ -53,7 +54,7 @@ pub(crate) struct Usage {
 
 impl SessionHandle {
     pub(crate) fn new(
-        id: Arc<str>,
+        id: SessionId,
         version: ProtocolVersion,
         owner: Option<Arc<str>>,
         addr: Addr<SessionActor>,
@@ -85,7 +86,7 @@ impl SessionHandle {
         }
     }
 
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &SessionId {
         &self.id
     }
 

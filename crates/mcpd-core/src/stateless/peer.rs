@@ -11,6 +11,7 @@ use bytes::Bytes;
 use mcpd_protocol::jsonrpc::{self};
 use mcpd_protocol::methods::{self as m};
 use mcpd_protocol::types::{InputRequest, JsonObject, LoggingLevel, LoggingMessageParams};
+use mcpd_store::TaskId;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -116,7 +117,7 @@ impl Peer for StatelessPeer {
         let data = to_bytes(&jsonrpc::notification(method, params));
         self.writer
             .send(StreamItem::Event {
-                id: String::new(),
+                id: None,
                 data,
                 retry_ms: None,
             })
@@ -170,15 +171,15 @@ impl Peer for StatelessPeer {
         self.park().await
     }
 
-    fn task_id(&self) -> Option<&str> {
-        self.started().map(|r| r.task.id.as_str())
+    fn task_id(&self) -> Option<&TaskId> {
+        self.started().map(|r| &r.task.id)
     }
 
     fn may_start_task(&self) -> bool {
         self.escalation.is_some()
     }
 
-    async fn start_task(&self) -> Result<Option<String>, PeerError> {
+    async fn start_task(&self) -> Result<Option<TaskId>, PeerError> {
         let Some(esc) = &self.escalation else {
             return Ok(None);
         };
@@ -201,7 +202,7 @@ impl Peer for StatelessPeer {
         let data = Bytes::from(jsonrpc::outcome_bytes(&esc.request_id, &Ok(created)));
         let item = if self.emitted.load(Ordering::Acquire) {
             StreamItem::Event {
-                id: String::new(),
+                id: None,
                 data,
                 retry_ms: None,
             }

@@ -144,7 +144,7 @@ impl Stateless {
             let bytes = Bytes::from(jsonrpc::outcome_bytes(&id, &outcome));
             let item = if emitted.load(Ordering::Acquire) {
                 StreamItem::Event {
-                    id: String::new(),
+                    id: None,
                     data: bytes,
                     retry_ms: None,
                 }

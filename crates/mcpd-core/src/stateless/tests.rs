@@ -43,10 +43,9 @@ fn server() -> Arc<McpServer> {
 fn stateless(tasks: bool) -> Arc<Stateless> {
     let server = server();
     let tasks = tasks.then(|| {
-        let bus = Arc::new(mcpd_store::LocalBus::new("replica-1"));
         Tasks::new(
             Arc::new(mcpd_store::MemoryTaskStore::default()),
-            crate::cluster::build(bus),
+            Arc::new(crate::cluster::Local::new("replica-1".into())),
             server.clone(),
             TaskConfig::default(),
         )

@@ -1,9 +1,7 @@
 //! Delivery: what happens once a batch is appended (writes, wake-ups,
 //! pulls), and once a stream's events are read from the log.
 
-use std::sync::Arc;
-
-use mcpd_store::{StoreError, StoredEvent};
+use mcpd_store::{StoreError, StoredEvent, StreamId};
 
 use super::effect::{is_connection, Batch, Effect, Out, Purpose};
 use super::state::{
@@ -11,7 +9,7 @@ use super::state::{
     OpenMeta, Stream, ENDED_UNLOGGED,
 };
 use super::{Streams, StreamsConfig};
-use crate::stream::{event_id, StreamItem, StreamSender, GET_STREAM};
+use crate::stream::{event_id, StreamItem, StreamSender};
 
 // === impl Streams ===
 
@@ -26,7 +24,7 @@ impl Streams {
             self.record_loss(&batch);
         }
         let mut seqs = seqs.unwrap_or_default().into_iter();
-        let mut grown: Vec<Arc<str>> = Vec::new();
+        let mut grown: Vec<StreamId> = Vec::new();
         for out in batch.0 {
             match out {
                 Out::Event {
@@ -39,11 +37,8 @@ impl Streams {
                         grown.push(stream.clone());
                     }
                     let id = match is_connection(&stream) {
-                        true => String::new(), // not logged: no id to resume from
-                        false => seqs
-                            .next()
-                            .map(|seq| event_id(&stream, seq))
-                            .unwrap_or_default(),
+                        true => None, // not logged: no id to resume from
+                        false => seqs.next().map(|seq| event_id(&stream, seq)),
                     };
                     let Some(st) = self.map.get_mut(&stream) else {
                         continue;
@@ -113,7 +108,7 @@ impl Streams {
     }
 
     /// Who must hear that `grown` streams have new events.
-    fn after_append(&mut self, grown: Vec<Arc<str>>) {
+    fn after_append(&mut self, grown: Vec<StreamId>) {
         for stream in grown {
             let Some(st) = self.map.get(&stream) else {
                 continue;
@@ -125,7 +120,7 @@ impl Streams {
                     stream: stream.clone(),
                 });
             }
-            if &*stream == GET_STREAM {
+            if stream.is_get() {
                 match &self.get_holder {
                     Some(o) if o == self.me() => {}
                     Some(o) => self.effects.push(Effect::Wake {
@@ -142,7 +137,7 @@ impl Streams {
     }
 
     /// Delivers a fed stream's new events from the log, in order.
-    pub fn pull(&mut self, stream: Arc<str>) {
+    pub fn pull(&mut self, stream: StreamId) {
         if self.map.get(&stream).is_some_and(Stream::is_fed) {
             self.effects.push(Effect::Read {
                 stream,
@@ -156,7 +151,7 @@ impl Streams {
     /// `owner_alive`: the answer to `check_owner`.
     pub fn read_done(
         &mut self,
-        stream: Arc<str>,
+        stream: StreamId,
         purpose: Purpose,
         events: Result<Vec<StoredEvent>, StoreError>,
         owner_alive: bool,
@@ -202,7 +197,7 @@ impl Streams {
         }
     }
 
-    fn deliver_from_log(&mut self, stream: &Arc<str>, events: Vec<StoredEvent>) {
+    fn deliver_from_log(&mut self, stream: &StreamId, events: Vec<StoredEvent>) {
         let cfg = &self.cfg;
         let Some(st) = self.map.get_mut(stream) else {
             return;
@@ -232,7 +227,7 @@ impl Streams {
                 f.answered.insert(id);
             }
             let item = StreamItem::Event {
-                id: event_id(stream, e.seq),
+                id: Some(event_id(stream, e.seq)),
                 data: e.data,
                 retry_ms: None,
             };
@@ -258,7 +253,7 @@ impl Streams {
     /// request still unanswered gets an error saying why its outcome is
     /// unknown (written, not logged: a later resumption finds the same),
     /// and the stream ends.
-    fn end_foreign(&mut self, stream: &Arc<str>, why: &str) {
+    fn end_foreign(&mut self, stream: &StreamId, why: &str) {
         let Some(mut st) = self.map.remove(stream) else {
             return;
         };
@@ -266,7 +261,7 @@ impl Streams {
         let mut writer = st.take_writer();
         for id in unanswered {
             let item = StreamItem::Event {
-                id: String::new(),
+                id: None,
                 data: unknown_outcome(&id, why),
                 retry_ms: None,
             };
@@ -277,7 +272,12 @@ impl Streams {
 
 /// Writes `item` to a stream's connection; a client too slow to take it is
 /// disconnected (it can resume from the event log).
-fn write(cfg: &StreamsConfig, stream: &str, writer: &mut Option<StreamSender>, item: StreamItem) {
+fn write(
+    cfg: &StreamsConfig,
+    stream: &StreamId,
+    writer: &mut Option<StreamSender>,
+    item: StreamItem,
+) {
     let Some(w) = writer else { return };
     match w.try_send(item) {
         Ok(()) => cfg.metrics.sse_events.inc(),
@@ -286,7 +286,7 @@ fn write(cfg: &StreamsConfig, stream: &str, writer: &mut Option<StreamSender>, i
                 true => "its connection cannot be resumed, so its session ends",
                 false => "it can resume from the event log",
             };
-            tracing::warn!(session = %cfg.session, stream, "slow client: disconnected; {then}");
+            tracing::warn!(session = %cfg.session, stream = %stream, "slow client: disconnected; {then}");
             *writer = None;
         }
         Err(crate::stream::TrySendError::Closed(_)) => *writer = None,

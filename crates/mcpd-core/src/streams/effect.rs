@@ -3,14 +3,12 @@
 //! before they are written. It names no operation of [`super::Streams`], so
 //! every part of the machine can import it.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
-use mcpd_store::NewEvent;
+use mcpd_store::{NewEvent, ReplicaId, StreamId};
 use tokio::sync::oneshot;
 
 use super::reply::ResumeError;
-use crate::stream::{StreamReceiver, CONNECTION_STREAM};
+use crate::stream::StreamReceiver;
 
 /// Something the session actor does for the streams, then reports back.
 #[derive(Debug)]
@@ -19,22 +17,28 @@ pub enum Effect {
     /// `check_owner`: also ask whether the replica named by the stream's
     /// bookkeeping record (when another one) is alive.
     Read {
-        stream: Arc<str>,
+        stream: StreamId,
         purpose: Purpose,
         check_owner: bool,
     },
     /// This replica now holds the GET connection: record it, tell the others.
     ClaimGet,
     /// `replica` delivers `stream`, which grew: wake it.
-    Wake { replica: String, stream: Arc<str> },
+    Wake {
+        replica: ReplicaId,
+        stream: StreamId,
+    },
     /// The GET stream grew and the replica holding its connection is not
     /// known here: look it up and wake it.
     WakeGetHolder,
     /// Ask `owner`, which serves `stream`, to wake this replica on appends.
-    Tail { owner: String, stream: Arc<str> },
+    Tail { owner: ReplicaId, stream: StreamId },
     /// `stream` is not (or no longer) served here: tell `replica`, which
     /// delivers it, so it stops waiting.
-    Gone { replica: String, stream: Arc<str> },
+    Gone {
+        replica: ReplicaId,
+        stream: StreamId,
+    },
     /// A stream is served by another replica: check now and then that the
     /// replicas of [`super::Streams::foreign_owners`] are alive, and call
     /// [`super::Streams::owner_died`] for a dead one's streams.
@@ -95,24 +99,24 @@ impl Batch {
 pub(super) enum Out {
     /// Append to the log (numbered `seq`, or by the log), then write.
     Event {
-        stream: Arc<str>,
+        stream: StreamId,
         seq: Option<u64>,
         data: Bytes,
         retry_ms: Option<u64>,
     },
     /// Append to the log only.
     Meta {
-        stream: Arc<str>,
+        stream: StreamId,
         seq: Option<u64>,
         data: Bytes,
     },
     /// Write a `retry` hint and drop the connection; the stream goes on.
-    Release { stream: Arc<str> },
+    Release { stream: StreamId },
     /// The stream is complete: drop it once everything before is written.
-    Close { stream: Arc<str> },
+    Close { stream: StreamId },
 }
 
 /// Whether `stream` is the connection stream (never logged).
-pub(super) fn is_connection(stream: &str) -> bool {
-    stream == CONNECTION_STREAM
+pub(super) fn is_connection(stream: &StreamId) -> bool {
+    stream.is_connection()
 }

@@ -4,17 +4,16 @@
 //! elsewhere, and connections released with a `retry` hint (polling,
 //! shutdown) while their streams go on.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use mcpd_protocol::RequestId;
+use mcpd_store::{ReplicaId, StreamId};
 use tokio::sync::oneshot;
 
 use super::effect::{Effect, Out, Purpose};
 use super::reply::PostReply;
 use super::state::{Delivery, Kind, PendingReply, Stream};
 use super::Streams;
-use crate::stream::{new_stream_id, StreamReceiver, CONNECTION_STREAM, GET_STREAM};
+use crate::stream::{new_stream_id, StreamReceiver};
 
 // === impl Streams ===
 
@@ -26,7 +25,7 @@ impl Streams {
         request_ids: Vec<RequestId>,
         batch: bool,
         reply: oneshot::Sender<PostReply>,
-    ) -> Arc<str> {
+    ) -> StreamId {
         let id = new_stream_id();
         let mut st = Stream::new(
             Kind::Post {
@@ -51,7 +50,7 @@ impl Streams {
     pub fn open_connection(&mut self) -> StreamReceiver {
         let (tx, rx) = self.channel(0);
         self.map.insert(
-            Arc::from(CONNECTION_STREAM),
+            StreamId::connection(),
             Stream::new(Kind::Connection, Some(tx)),
         );
         rx
@@ -59,8 +58,8 @@ impl Streams {
 
     /// Requests that will be answered on the connection stream; its id, or
     /// `None` when the session has no connection stream.
-    pub fn attach_to_connection(&mut self, requests: usize) -> Option<Arc<str>> {
-        let key: Arc<str> = Arc::from(CONNECTION_STREAM);
+    pub fn attach_to_connection(&mut self, requests: usize) -> Option<StreamId> {
+        let key: StreamId = StreamId::connection();
         let st = self.map.get_mut(&key)?;
         st.open += requests;
         Some(key)
@@ -68,12 +67,13 @@ impl Streams {
 
     /// Where notifications that belong to no request go: the connection
     /// stream if there is one, else the standalone GET stream.
-    pub fn unsolicited(&self) -> Arc<str> {
-        Arc::from(if self.map.contains_key(CONNECTION_STREAM) {
-            CONNECTION_STREAM
+    pub fn unsolicited(&self) -> StreamId {
+        let connection = StreamId::connection();
+        if self.map.contains_key(&connection) {
+            connection
         } else {
-            GET_STREAM
-        })
+            StreamId::get()
+        }
     }
 
     /// The standalone GET stream. A new GET takes over from an older one,
@@ -81,7 +81,7 @@ impl Streams {
     /// otherwise lock a client out with 409s), on whatever replica it is.
     pub fn open_get(&mut self) -> StreamReceiver {
         let (tx, rx) = self.channel(0);
-        let key: Arc<str> = Arc::from(GET_STREAM);
+        let key: StreamId = StreamId::get();
         self.map
             .entry(key.clone())
             .or_insert_with(|| Stream::new(Kind::Get, None))
@@ -103,14 +103,14 @@ impl Streams {
 
     /// This replica now holds the GET connection.
     pub(super) fn claim_get(&mut self) {
-        self.get_holder = Some(self.me().to_owned());
+        self.get_holder = Some(self.me().clone());
         self.effects.push(Effect::ClaimGet);
     }
 
     /// Another replica took the GET connection over.
-    pub fn get_moved(&mut self, to: String) {
-        if to != self.me() {
-            if let Some(st) = self.map.get_mut(GET_STREAM) {
+    pub fn get_moved(&mut self, to: ReplicaId) {
+        if to != *self.me() {
+            if let Some(st) = self.map.get_mut(&StreamId::get()) {
                 st.delivery = Delivery::Direct { writer: None };
             }
         }
@@ -118,7 +118,7 @@ impl Streams {
     }
 
     /// A replica delivering `stream` wants to be woken when it grows.
-    pub fn add_remote_reader(&mut self, stream: &str, reader: String) {
+    pub fn add_remote_reader(&mut self, stream: &StreamId, reader: ReplicaId) {
         match self.map.get_mut(stream) {
             Some(st) => {
                 if !st.readers.contains(&reader) {
@@ -129,14 +129,14 @@ impl Streams {
             // collects what was logged and stops waiting.
             None => self.effects.push(Effect::Gone {
                 replica: reader,
-                stream: Arc::from(stream),
+                stream: stream.clone(),
             }),
         }
     }
 
     /// Closes the client's connection to `stream` with a `retry` hint,
     /// without ending the stream (2025-11-25 polling; no-op before).
-    pub fn release(&mut self, stream: &Arc<str>) {
+    pub fn release(&mut self, stream: &StreamId) {
         if !self.cfg.version.has_sse_polling() || !self.upgrade(stream) {
             return;
         }
@@ -155,13 +155,11 @@ impl Streams {
     /// Connection streams (HTTP+SSE, stdio) cannot be resumed and are left
     /// to close with the process.
     pub fn release_for_shutdown(&mut self, get_only: bool) {
-        let keys: Vec<Arc<str>> = self
+        let keys: Vec<StreamId> = self
             .map
             .iter()
             .filter(|(k, st)| {
-                st.is_attached()
-                    && st.kind != Kind::Connection
-                    && (!get_only || &***k == GET_STREAM)
+                st.is_attached() && st.kind != Kind::Connection && (!get_only || k.is_get())
             })
             .map(|(k, _)| k.clone())
             .collect();

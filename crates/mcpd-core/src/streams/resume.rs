@@ -4,9 +4,8 @@
 //! a resumed stream another replica serves is watched until it ends there.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use mcpd_store::{StoreError, StoredEvent};
+use mcpd_store::{ReplicaId, StoreError, StoredEvent, StreamId};
 use tokio::sync::oneshot;
 
 use super::effect::{Effect, Out, Purpose};
@@ -16,7 +15,7 @@ use super::state::{
     OpenMeta, Stream, ENDED_UNLOGGED,
 };
 use super::Streams;
-use crate::stream::{event_id, parse_event_id, StreamItem, StreamReceiver, GET_STREAM};
+use crate::stream::{event_id, parse_event_id, StreamItem, StreamReceiver};
 
 type Reply = oneshot::Sender<Result<StreamReceiver, ResumeError>>;
 
@@ -31,7 +30,7 @@ impl Streams {
             let _ = reply.send(Err(ResumeError::Malformed(last_event_id)));
             return;
         };
-        let stream: Arc<str> = Arc::from(stream);
+        let stream = StreamId::from(stream);
         // A stream not held here may be served by a live replica.
         let check_owner = !self.map.contains_key(&stream);
         self.effects.push(Effect::Read {
@@ -47,7 +46,7 @@ impl Streams {
 
     pub(super) fn resumed(
         &mut self,
-        stream: Arc<str>,
+        stream: StreamId,
         last_event_id: String,
         seq: u64,
         reply: Reply,
@@ -109,7 +108,7 @@ impl Streams {
             if e.seq > seq && !e.data.is_empty() {
                 self.cfg.metrics.sse_replayed_events.inc();
                 let _ = tx.push_replay(StreamItem::Event {
-                    id: event_id(&stream, e.seq),
+                    id: Some(event_id(&stream, e.seq)),
                     data: e.data,
                     retry_ms: None,
                 });
@@ -121,7 +120,7 @@ impl Streams {
             for id in meta.iter().flat_map(|m| &m.ids) {
                 if !answered.contains(id) {
                     let _ = tx.push_replay(StreamItem::Event {
-                        id: String::new(),
+                        id: None,
                         data: unknown_outcome(id, why),
                         retry_ms: None,
                     });
@@ -130,7 +129,7 @@ impl Streams {
         };
         if let Some((from, to)) = gap {
             over(&hole("its", from, to));
-        } else if &*stream == GET_STREAM {
+        } else if stream.is_get() {
             let st = self
                 .map
                 .entry(stream.clone())
@@ -142,10 +141,10 @@ impl Streams {
             }
         } else if let Some(st) = self.map.get_mut(&stream) {
             st.set_writer(tx); // still open here: go on live (an older connection is closed)
-        } else if meta.as_ref().is_some_and(|m| m.owner == self.me()) {
+        } else if meta.as_ref().is_some_and(|m| m.owner == *self.me()) {
             // Served here, and over: what the log lacks never reached it.
             over(ENDED_UNLOGGED);
-        } else if let Some(meta) = meta.filter(|m| m.owner != self.me()) {
+        } else if let Some(meta) = meta.filter(|m| m.owner != *self.me()) {
             let foreign = Foreign {
                 owner: meta.owner.clone(),
                 ids: meta.ids,
@@ -196,7 +195,7 @@ impl Streams {
 
     /// The replica serving a resumed stream died: answer what it left
     /// unanswered with an error, after delivering everything it logged.
-    pub fn owner_died(&mut self, stream: Arc<str>) {
+    pub fn owner_died(&mut self, stream: StreamId) {
         self.effects.push(Effect::Read {
             stream,
             purpose: Purpose::FailForeign,
@@ -206,7 +205,7 @@ impl Streams {
 
     /// A resumed stream's server is alive: ask it again to wake this
     /// replica, and read what it logged since.
-    pub fn retail(&mut self, stream: Arc<str>, owner: String) {
+    pub fn retail(&mut self, stream: StreamId, owner: ReplicaId) {
         self.effects.push(Effect::Tail {
             owner,
             stream: stream.clone(),
@@ -216,7 +215,7 @@ impl Streams {
 
     /// The replica serving a resumed stream no longer runs its requests:
     /// deliver what it logged; what is still unanswered ends with an error.
-    pub fn owner_gone(&mut self, stream: &str) {
+    pub fn owner_gone(&mut self, stream: &StreamId) {
         if let Some((key, _)) = self.map.get_key_value(stream) {
             if self.is_foreign(stream) {
                 self.effects.push(Effect::Read {
@@ -229,7 +228,7 @@ impl Streams {
     }
 
     /// Resumed streams another replica serves, with that replica.
-    pub fn foreign_owners(&self) -> Vec<(Arc<str>, String)> {
+    pub fn foreign_owners(&self) -> Vec<(StreamId, ReplicaId)> {
         self.map
             .iter()
             .filter_map(|(k, st)| st.foreign().map(|f| (k.clone(), f.owner.clone())))
@@ -237,7 +236,7 @@ impl Streams {
     }
 
     /// Whether `stream` is still served from another replica.
-    pub fn is_foreign(&self, stream: &str) -> bool {
+    pub fn is_foreign(&self, stream: &StreamId) -> bool {
         self.map
             .get(stream)
             .is_some_and(|st| st.foreign().is_some())

@@ -2,10 +2,9 @@
 //! from one JSON body to SSE, the end of a stream's requests, and the flush
 //! that hands everything queued to the actor as one batch to log.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use mcpd_protocol::RequestId;
+use mcpd_store::StreamId;
 use serde_json::Value;
 
 use super::effect::{Batch, Out};
@@ -20,13 +19,13 @@ use super::Streams;
 impl Streams {
     /// A notification or server → client request on `stream`: the stream
     /// becomes SSE if it was not already.
-    pub fn send_interim(&mut self, stream: &Arc<str>, message: &Value) {
+    pub fn send_interim(&mut self, stream: &StreamId, message: &Value) {
         if self.upgrade(stream) {
             self.push_event(stream, to_bytes(message), None);
         }
     }
 
-    pub(super) fn push_event(&mut self, stream: &Arc<str>, data: Bytes, retry_ms: Option<u64>) {
+    pub(super) fn push_event(&mut self, stream: &StreamId, data: Bytes, retry_ms: Option<u64>) {
         let seq = self.map.get_mut(stream).and_then(Stream::take_seq);
         self.outbox.push(Out::Event {
             stream: stream.clone(),
@@ -39,7 +38,7 @@ impl Streams {
     /// Switches a stream to SSE: the bookkeeping record, a priming event
     /// (2025-11-25) and any held responses go first. False when the stream
     /// no longer exists.
-    pub(super) fn upgrade(&mut self, stream: &Arc<str>) -> bool {
+    pub(super) fn upgrade(&mut self, stream: &StreamId) -> bool {
         let Some(st) = self.map.get_mut(stream) else {
             return false;
         };
@@ -55,7 +54,7 @@ impl Streams {
         reply.send(PostReply::Stream(rx));
         let meta = OpenMeta {
             kind: "open".into(),
-            owner: self.cfg.replica.to_string(),
+            owner: self.cfg.replica.clone(),
             ids: st.request_ids().to_vec(),
         };
         let seq = st.take_seq();
@@ -76,7 +75,7 @@ impl Streams {
     /// One request of `stream` is over: answered with `response` (a
     /// serialised JSON-RPC response), or cancelled (`None`). The last one
     /// ends the stream.
-    pub fn request_ended(&mut self, stream: &Arc<str>, response: Option<Bytes>) {
+    pub fn request_ended(&mut self, stream: &StreamId, response: Option<Bytes>) {
         self.request_over(stream, response, None);
     }
 
@@ -84,13 +83,13 @@ impl Streams {
     /// stream's log says so, so a client resuming the stream (here or on
     /// another replica) is neither kept waiting for the response nor told
     /// that its outcome is unknown.
-    pub fn request_cancelled(&mut self, stream: &Arc<str>, id: &RequestId) {
+    pub fn request_cancelled(&mut self, stream: &StreamId, id: &RequestId) {
         self.request_over(stream, None, Some(id));
     }
 
     fn request_over(
         &mut self,
-        stream: &Arc<str>,
+        stream: &StreamId,
         response: Option<Bytes>,
         cancelled: Option<&RequestId>,
     ) {
@@ -125,7 +124,7 @@ impl Streams {
     }
 
     /// Nothing was streamed: the whole answer goes out as one JSON body.
-    fn answer_in_json(&mut self, stream: &Arc<str>) {
+    fn answer_in_json(&mut self, stream: &StreamId) {
         let Some(st) = self.map.remove(stream) else {
             return;
         };

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::error_response;
 use mcpd_protocol::{ErrorCode, ErrorObject, RequestId};
+use mcpd_store::ReplicaId;
 use tokio::sync::oneshot;
 
 use super::reply::PostReply;
@@ -49,7 +50,7 @@ pub(crate) struct Stream {
     pub open: usize,
     pub delivery: Delivery,
     /// Other replicas delivering this stream to a client: woken on appends.
-    pub readers: Vec<String>,
+    pub readers: Vec<ReplicaId>,
     /// The number of this stream's next event, when this replica numbers
     /// them (a POST stream it serves); `None`: the log numbers them.
     pub next_seq: Option<u64>,
@@ -149,7 +150,7 @@ impl Stream {
 
 /// A resumed stream that another replica serves.
 pub(crate) struct Foreign {
-    pub owner: String,
+    pub owner: ReplicaId,
     pub ids: Vec<RequestId>,
     pub answered: HashSet<RequestId>,
 }
@@ -205,7 +206,7 @@ impl Drop for PendingReply {
 pub(crate) struct OpenMeta {
     #[serde(rename = "$mcpd")]
     pub kind: String,
-    pub owner: String,
+    pub owner: ReplicaId,
     pub ids: Vec<RequestId>,
 }
 

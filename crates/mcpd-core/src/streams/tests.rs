@@ -8,7 +8,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use mcpd_protocol::{ProtocolVersion, RequestId};
-use mcpd_store::{StoreError, StoredEvent};
+use mcpd_store::{ReplicaId, SessionId, StoreError, StoredEvent, StreamId};
 use mcpd_telemetry::Metrics;
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -21,9 +21,9 @@ const ME: &str = "me";
 
 fn streams(version: ProtocolVersion, shared: bool) -> Streams {
     Streams::new(StreamsConfig {
-        session: Arc::from("s1"),
+        session: SessionId::from("s1"),
         version,
-        replica: Arc::from(ME),
+        replica: ReplicaId::from(ME),
         shared,
         buffer: 4,
         buffer_bytes: usize::MAX,
@@ -94,13 +94,13 @@ fn drain(rx: &mut StreamReceiver) -> (Vec<StreamItem>, bool) {
 
 fn event(id: &str, data: &Bytes) -> StreamItem {
     StreamItem::Event {
-        id: id.into(),
+        id: Some(id.into()),
         data: data.clone(),
         retry_ms: None,
     }
 }
 
-fn post(s: &mut Streams, ids: &[i64], batch: bool) -> (Arc<str>, oneshot::Receiver<PostReply>) {
+fn post(s: &mut Streams, ids: &[i64], batch: bool) -> (StreamId, oneshot::Receiver<PostReply>) {
     let (tx, rx) = oneshot::channel();
     let stream = s.open_post(ids.iter().map(|n| id(*n)).collect(), batch, tx);
     (stream, rx)
@@ -215,7 +215,7 @@ fn a_notification_turns_the_stream_sse_with_meta_and_priming_first() {
     assert_eq!(
         items[0],
         StreamItem::Event {
-            id: event_id(&stream, 2),
+            id: Some(event_id(&stream, 2)),
             data: Bytes::new(),
             retry_ms: Some(1000)
         },
@@ -291,7 +291,7 @@ fn a_failed_append_still_delivers_without_ids() {
     s.appended(batch, Err(StoreError::Unavailable("down".into())));
     let (items, _) = drain(&mut out);
     assert_eq!(items.len(), 1);
-    assert!(matches!(&items[0], StreamItem::Event { id, .. } if id.is_empty()));
+    assert!(matches!(&items[0], StreamItem::Event { id: None, .. }));
 }
 
 // --- the slow-client bound ---
@@ -342,7 +342,7 @@ fn a_closed_connection_is_forgotten_but_the_stream_is_not() {
 fn a_connection_stream_carries_every_request_and_outlives_them() {
     let mut s = old();
     let mut out = s.open_connection();
-    assert_eq!(s.unsolicited().as_ref(), CONNECTION_STREAM);
+    assert!(s.unsolicited().is_connection());
     let stream = s.attach_to_connection(2).unwrap();
     s.request_ended(&stream, Some(response(1)));
     s.request_ended(&stream, Some(response(2)));
@@ -357,7 +357,7 @@ fn a_connection_stream_carries_every_request_and_outlives_them() {
 fn without_a_connection_stream_requests_are_not_attached() {
     let mut s = old();
     assert!(s.attach_to_connection(1).is_none());
-    assert_eq!(s.unsolicited().as_ref(), GET_STREAM);
+    assert!(s.unsolicited().is_get());
 }
 
 // --- the GET stream ---
@@ -494,7 +494,7 @@ fn a_remote_reader_is_woken_when_its_stream_grows() {
 #[test]
 fn a_reader_of_a_stream_not_served_here_is_told_at_once() {
     let mut s = streams(ProtocolVersion::V2025_03_26, true);
-    s.add_remote_reader("gone", "r2".into());
+    s.add_remote_reader(&StreamId::from("gone"), "r2".into());
     assert!(matches!(
         &s.take_effects()[..],
         [Effect::Gone { replica, stream }] if replica == "r2" && &**stream == "gone"
@@ -627,10 +627,10 @@ fn resuming_a_stream_a_live_replica_serves_follows_it_from_the_log() {
     );
     assert_eq!(
         s.foreign_owners(),
-        vec![(Arc::from("abc"), "other".to_owned())]
+        vec![(StreamId::from("abc"), ReplicaId::from("other"))]
     );
     // The owner answers; the reader pulls it from the log and the stream ends.
-    s.pull(Arc::from("abc"));
+    s.pull(StreamId::from("abc"));
     let answer = String::from_utf8(response(1).to_vec()).unwrap();
     read(
         &mut s,
@@ -640,7 +640,7 @@ fn resuming_a_stream_a_live_replica_serves_follows_it_from_the_log() {
     let (items, ended) = drain(&mut out);
     assert_eq!(items, vec![event("abc-2", &response(1))]);
     assert!(ended, "every request answered: the stream ends");
-    assert!(!s.is_foreign("abc"));
+    assert!(!s.is_foreign(&StreamId::from("abc")));
 }
 
 #[test]
@@ -679,7 +679,7 @@ fn a_followed_replica_that_dies_leaves_errors_not_a_hang() {
     read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
     let mut out = rx.try_recv().unwrap().unwrap();
     s.take_effects();
-    s.owner_died(Arc::from("abc"));
+    s.owner_died(StreamId::from("abc"));
     read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), false);
     let mut next = 2;
     let appended = append(&mut s, &mut next);
@@ -990,7 +990,7 @@ fn a_followed_stream_whose_request_was_cancelled_ends_without_a_response() {
     let mut out = got.try_recv().unwrap().unwrap();
     s.take_effects();
     let cancelled = String::from_utf8(CancelRecord::of(id(1)).to_vec()).unwrap();
-    s.owner_gone("abc");
+    s.owner_gone(&StreamId::from("abc"));
     read(
         &mut s,
         Ok(vec![stored(1, &meta("other", &[1])), stored(2, &cancelled)]),
@@ -999,7 +999,7 @@ fn a_followed_stream_whose_request_was_cancelled_ends_without_a_response() {
     let (items, ended) = drain(&mut out);
     assert!(items.is_empty(), "{items:?}");
     assert!(ended);
-    assert!(!s.is_foreign("abc"));
+    assert!(!s.is_foreign(&StreamId::from("abc")));
 }
 
 #[test]
@@ -1009,7 +1009,7 @@ fn a_followed_stream_whose_server_says_gone_ends_with_unknown_outcome() {
     read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
     let mut out = got.try_recv().unwrap().unwrap();
     s.take_effects();
-    s.owner_gone("abc");
+    s.owner_gone(&StreamId::from("abc"));
     read(&mut s, Ok(vec![stored(1, &meta("other", &[1]))]), true);
     let (items, ended) = drain(&mut out);
     assert_eq!(items.len(), 1);
@@ -1017,7 +1017,7 @@ fn a_followed_stream_whose_server_says_gone_ends_with_unknown_outcome() {
         .2
         .contains("never reached the event log"));
     assert!(ended);
-    assert!(!s.is_foreign("abc"));
+    assert!(!s.is_foreign(&StreamId::from("abc")));
 }
 
 #[test]
@@ -1032,7 +1032,7 @@ fn a_followed_stream_with_a_hole_stops_at_it() {
     );
     let mut out = got.try_recv().unwrap().unwrap();
     s.take_effects();
-    s.pull(Arc::from("abc"));
+    s.pull(StreamId::from("abc"));
     let answer = String::from_utf8(response(1).to_vec()).unwrap();
     read(
         &mut s,
@@ -1058,7 +1058,7 @@ fn a_followed_stream_with_a_hole_stops_at_it() {
 #[test]
 fn shared_a_lost_get_event_leaves_a_gap_record_and_resuming_across_it_is_refused() {
     let mut s = streams(ProtocolVersion::V2025_03_26, true);
-    let get: Arc<str> = Arc::from(GET_STREAM);
+    let get = StreamId::get();
     s.send_interim(&get, &note());
     let batch = s.flush().unwrap();
     s.appended(batch, Err(StoreError::Unavailable("down".into())));
@@ -1066,7 +1066,7 @@ fn shared_a_lost_get_event_leaves_a_gap_record_and_resuming_across_it_is_refused
     let entries = s.flush().unwrap().entries();
     assert_eq!(entries.len(), 2, "a gap record, then the event");
     assert_eq!(entries[0].data, Bytes::from_static(GAP_RECORD));
-    let mut got = resume(&mut s, &format!("{GET_STREAM}-1"));
+    let mut got = resume(&mut s, "g-1");
     let n = String::from_utf8(to_bytes(&note()).to_vec()).unwrap();
     let gap = String::from_utf8(GAP_RECORD.to_vec()).unwrap();
     read(

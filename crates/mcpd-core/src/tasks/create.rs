@@ -8,6 +8,7 @@ use std::time::Instant;
 use mcpd_protocol::types::CreateTaskResult;
 use mcpd_protocol::{ErrorCode, ErrorObject};
 use mcpd_store::tasks::{NewTask, TaskRecord};
+use mcpd_store::TaskId;
 use tokio::sync::Notify;
 
 use super::clock::{millis, now_ms};
@@ -49,14 +50,14 @@ impl Tasks {
                 ),
             ));
         }
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = TaskId::from(uuid::Uuid::new_v4().to_string());
         let running = Arc::new(RunningTask {
             task: NewTask {
                 id: id.clone(),
                 owner,
                 quota,
                 tool: tool.to_owned(),
-                runner: self.cluster.replica().to_owned(),
+                runner: self.cluster.replica().clone(),
                 created_ms: now,
                 ttl_ms: millis(self.cfg.ttl),
                 poll_ms: millis(self.cfg.poll_interval).max(1),

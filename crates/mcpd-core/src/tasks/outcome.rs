@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use mcpd_protocol::ErrorObject;
 use mcpd_store::tasks::{NewTask, TaskEnd, TaskRecord, TaskState};
+use mcpd_store::TaskId;
 use serde_json::Value;
 
 use super::clock::{millis, now_ms};
@@ -17,7 +18,7 @@ use super::{Tasks, LOST, SHUT_DOWN};
 
 impl Tasks {
     /// The task's handler ended with `outcome`: record it.
-    pub(crate) async fn finish(&self, id: &str, outcome: Result<Value, ErrorObject>) {
+    pub(crate) async fn finish(&self, id: &TaskId, outcome: Result<Value, ErrorObject>) {
         let failed = |e: &ErrorObject| failure(format!("Tool execution failed: {}", e.message), e);
         let (state, (message, body)) = match &outcome {
             Ok(v) => (
@@ -43,7 +44,7 @@ impl Tasks {
     /// reader on this replica never takes it for an orphan meanwhile.
     pub(super) async fn end(
         &self,
-        id: &str,
+        id: &TaskId,
         state: TaskState,
         message: Option<String>,
         outcome: Option<Bytes>,
@@ -54,12 +55,12 @@ impl Tasks {
             match self.store.finish(id, &end).await {
                 Ok(w) => break w,
                 Err(e) if wait < Duration::from_secs(10) => {
-                    tracing::warn!(task = id, error = %e, "task outcome not stored yet; retrying");
+                    tracing::warn!(task = %id, error = %e, "task outcome not stored yet; retrying");
                     tokio::time::sleep(wait).await;
                     wait *= 2;
                 }
                 Err(e) => {
-                    tracing::error!(task = id, error = %e, "task outcome lost: the store stayed unavailable");
+                    tracing::error!(task = %id, error = %e, "task outcome lost: the store stayed unavailable");
                     break false;
                 }
             }
@@ -127,7 +128,7 @@ impl Tasks {
     /// Shutdown: the tasks still running here are failed (their work
     /// stops with the process), so their clients learn it at once.
     pub async fn shut_down(&self) {
-        let ids: Vec<String> = self
+        let ids: Vec<TaskId> = self
             .locals()
             .values()
             .filter(|r| r.stored.load(Ordering::Acquire))

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mcpd_protocol::types::{InputRequest, LoggingLevel};
 use mcpd_store::tasks::Asked;
+use mcpd_store::TaskId;
 use mcpd_store::TaskStore;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -19,14 +20,14 @@ use super::clock::now_ms;
 use crate::context::{Peer, PeerError};
 
 pub(crate) struct TaskPeer {
-    id: String,
+    id: TaskId,
     store: Arc<dyn TaskStore>,
     /// Questions asked and not answered yet, by key.
     waiters: Mutex<HashMap<String, oneshot::Sender<Value>>>,
 }
 
 impl TaskPeer {
-    pub fn new(id: String, store: Arc<dyn TaskStore>) -> Self {
+    pub fn new(id: TaskId, store: Arc<dyn TaskStore>) -> Self {
         Self {
             id,
             store,
@@ -100,7 +101,7 @@ impl Peer for TaskPeer {
         }
     }
 
-    fn task_id(&self) -> Option<&str> {
+    fn task_id(&self) -> Option<&TaskId> {
         Some(&self.id)
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpd_store::tasks::TaskState;
+use mcpd_store::{ReplicaId, TaskId};
 
 use super::Tasks;
 use crate::cluster::Control;
@@ -18,7 +19,7 @@ use crate::cluster::Control;
 impl Tasks {
     /// A task of this replica may have news in its record: a cancellation
     /// or answers.
-    pub async fn sync(&self, id: &str) {
+    pub async fn sync(&self, id: &TaskId) {
         let Some(running) = self.locals().get(id).cloned() else {
             return;
         };
@@ -28,7 +29,7 @@ impl Tasks {
         let rec = match self.store.get(id).await {
             Ok(r) => r,
             Err(e) => {
-                tracing::debug!(task = id, error = %e, "task record not read; next sync retries");
+                tracing::debug!(task = %id, error = %e, "task record not read; next sync retries");
                 return;
             }
         };
@@ -50,7 +51,7 @@ impl Tasks {
             Some(_) => match self.store.take_answers(id).await {
                 Ok(answers) => running.peer.deliver(answers),
                 Err(e) => {
-                    tracing::debug!(task = id, error = %e, "answers not taken; next sync retries")
+                    tracing::debug!(task = %id, error = %e, "answers not taken; next sync retries")
                 }
             },
         }
@@ -58,7 +59,7 @@ impl Tasks {
 
     /// Stops and forgets a task of this replica whose record ended without
     /// it (once, however many callers race here).
-    fn forget(&self, id: &str) {
+    fn forget(&self, id: &TaskId) {
         if let Some(r) = self.locals().remove(id) {
             r.cancel.notify_one();
             self.server.metrics.tasks_working.dec();
@@ -80,16 +81,18 @@ impl Tasks {
     /// that died. Call once, inside an actix arbiter.
     pub fn start(self: &Arc<Self>) {
         let this = self.clone();
+        // Alone, every task runs here and nothing can die elsewhere.
+        let shared = self.cluster.shared();
         actix::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(2));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
                 this.store.purge();
-                if !this.cluster.shared() {
+                if !shared {
                     continue;
                 }
-                let mine: Vec<String> = this.locals().keys().cloned().collect();
+                let mine: Vec<TaskId> = this.locals().keys().cloned().collect();
                 for id in mine {
                     this.sync(&id).await;
                 }
@@ -103,9 +106,9 @@ impl Tasks {
         let Ok(running) = self.store.running().await else {
             return;
         };
-        let mut alive: HashMap<String, bool> = HashMap::new();
+        let mut alive: HashMap<ReplicaId, bool> = HashMap::new();
         for (id, runner) in running {
-            let mine = runner == self.cluster.replica();
+            let mine = runner == *self.cluster.replica();
             if mine && self.locals().contains_key(&id) {
                 continue;
             }

@@ -11,6 +11,7 @@ use mcpd_protocol::types::{
 };
 use mcpd_protocol::{ErrorObject, Method};
 use mcpd_store::tasks::{Answered, CancelAsked, TaskRecord};
+use mcpd_store::{ReplicaId, TaskId};
 use serde_json::Value;
 
 use super::clock::now_ms;
@@ -29,8 +30,8 @@ impl Tasks {
         params: Option<&JsonObject>,
         caller: &Caller,
     ) -> Result<Value, ErrorObject> {
-        let id = task_id(params)?;
-        let rec = self.visible(id, caller).await?;
+        let id = TaskId::from(task_id(params)?);
+        let rec = self.visible(&id, caller).await?;
         match method {
             Method::TasksGet => to_json(&wire::detailed(&rec)),
             Method::TasksUpdate => self.update(&rec, params).await,
@@ -43,7 +44,7 @@ impl Tasks {
 
     /// The record of `id` if `caller` may see it (anyone else is told it
     /// does not exist), with a dead runner's task failed first.
-    async fn visible(&self, id: &str, caller: &Caller) -> Result<TaskRecord, ErrorObject> {
+    async fn visible(&self, id: &TaskId, caller: &Caller) -> Result<TaskRecord, ErrorObject> {
         let rec = self
             .store
             .get(id)
@@ -68,7 +69,7 @@ impl Tasks {
 
     /// Whether nobody runs the (non-terminal) task any more.
     async fn orphaned(&self, rec: &TaskRecord) -> bool {
-        if rec.task.runner == self.cluster.replica() {
+        if rec.task.runner == *self.cluster.replica() {
             !self.locals().contains_key(&rec.task.id)
         } else {
             self.cluster.is_alive(&rec.task.runner).await == Some(false)
@@ -116,7 +117,7 @@ impl Tasks {
             .await
             .map_err(unavailable)?;
         if let CancelAsked::Requested { runner } = asked {
-            if runner == self.cluster.replica() {
+            if runner == *self.cluster.replica() {
                 self.sync(&rec.task.id).await;
             } else if self.cluster.is_alive(&runner).await == Some(false) {
                 self.fail_lost(rec).await;
@@ -128,13 +129,13 @@ impl Tasks {
     }
 
     /// Tells the runner of `id` to read its record again.
-    fn nudge(self: &Arc<Self>, runner: &str, id: &str) {
+    fn nudge(self: &Arc<Self>, runner: &ReplicaId, id: &TaskId) {
         if runner == self.cluster.replica() {
-            let (this, id) = (self.clone(), id.to_owned());
+            let (this, id) = (self.clone(), id.clone());
             actix::spawn(async move { this.sync(&id).await });
         } else {
             self.cluster
-                .publish(Some(runner), Control::Task { id: id.to_owned() });
+                .publish(Some(runner), Control::Task { id: id.clone() });
         }
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use mcpd_protocol::types::{Implementation, JsonObject};
 use mcpd_protocol::{ErrorObject, Method};
 use mcpd_store::tasks::TaskState;
-use mcpd_store::{LocalBus, MemoryTaskStore, TaskStore};
+use mcpd_store::{MemoryTaskStore, TaskStore};
 use serde_json::{json, Value};
 
 use super::{TaskConfig, Tasks};
@@ -32,7 +32,7 @@ const UNKNOWN: &str = "Failed to retrieve task: Task not found";
 /// to look at or change records directly).
 fn service(cfg: TaskConfig) -> (Arc<Tasks>, Arc<MemoryTaskStore>) {
     let store = Arc::new(MemoryTaskStore::default());
-    let cluster = crate::cluster::build(Arc::new(LocalBus::new(REPLICA)));
+    let cluster = Arc::new(crate::cluster::Local::new(REPLICA.into()));
     let info = Implementation {
         name: "tasks-test".into(),
         version: "0".into(),
@@ -92,7 +92,7 @@ fn is_unknown(outcome: Result<Value, ErrorObject>) -> bool {
 async fn until(store: &MemoryTaskStore, id: &str, state: TaskState) {
     for _ in 0..1000 {
         if store
-            .get(id)
+            .get(&id.into())
             .await
             .unwrap()
             .is_some_and(|r| r.state == state)

@@ -47,7 +47,7 @@ fn status(state: TaskState) -> TaskStatus {
 /// The `Task` fields of a record.
 pub fn task(r: &TaskRecord) -> Task {
     Task {
-        task_id: r.task.id.clone(),
+        task_id: r.task.id.to_string(),
         status: status(r.state),
         status_message: r.message.clone(),
         created_at: iso8601(r.task.created_ms),

@@ -659,9 +659,11 @@ async fn the_task_store_contract_holds_on_redis() {
     let redis = mcpd_testkit::RedisServer::start();
     let mut c = mcpd::Config::default();
     crate::backend::use_redis(&mut c, &redis);
-    let store =
-        mcpd_store::RedisStore::new(c.store.redis(Duration::from_secs(60)), "contract-replica")
-            .expect("store");
+    let store = mcpd_store::RedisStore::new(
+        c.store.redis(Duration::from_secs(60)),
+        "contract-replica".into(),
+    )
+    .expect("store");
     mcpd_store::tasks::contract::check(&*store).await;
 
     let cluster = mcpd_testkit::RedisCluster::start();
@@ -669,9 +671,11 @@ async fn the_task_store_contract_holds_on_redis() {
     c.store.backend = mcpd::StoreBackend::Redis;
     c.store.redis_url = cluster.url();
     c.store.redis_cluster = true;
-    let store =
-        mcpd_store::RedisStore::new(c.store.redis(Duration::from_secs(60)), "contract-replica")
-            .expect("cluster store");
+    let store = mcpd_store::RedisStore::new(
+        c.store.redis(Duration::from_secs(60)),
+        "contract-replica".into(),
+    )
+    .expect("cluster store");
     mcpd_store::tasks::contract::check(&*store).await;
 }
 

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use super::store::{millis, RedisStore};
 use crate::bus::{BusTarget, ControlBus};
 use crate::error::StoreError;
+use crate::id::{Owned, ReplicaId, SessionId, HOLDER_PREFIX};
 
 // === impl ControlBus for RedisStore ===
 //
@@ -28,7 +29,7 @@ impl RedisStore {
         }
     }
 
-    fn liveness_key(&self, replica: &str) -> String {
+    fn liveness_key(&self, replica: &ReplicaId) -> String {
         format!("{}replica:{replica}", self.cfg.prefix)
     }
 
@@ -128,12 +129,8 @@ pub struct RedisBus(pub Arc<RedisStore>);
 
 #[async_trait]
 impl ControlBus for RedisBus {
-    fn replica(&self) -> &str {
+    fn replica(&self) -> &ReplicaId {
         &self.0.replica
-    }
-
-    fn is_distributed(&self) -> bool {
-        true
     }
 
     fn start(&self, inbox: tokio::sync::mpsc::Sender<Bytes>) {
@@ -165,8 +162,8 @@ impl ControlBus for RedisBus {
         }
     }
 
-    async fn is_alive(&self, replica: &str) -> Result<bool, StoreError> {
-        if replica == self.0.replica {
+    async fn is_alive(&self, replica: &ReplicaId) -> Result<bool, StoreError> {
+        if *replica == self.0.replica {
             return Ok(true);
         }
         let key = self.0.liveness_key(replica);
@@ -182,20 +179,21 @@ impl ControlBus for RedisBus {
 
     async fn set_owner(
         &self,
-        session: &str,
-        what: &str,
-        replica: Option<&str>,
+        session: &SessionId,
+        what: &Owned,
+        replica: Option<&ReplicaId>,
     ) -> Result<(), StoreError> {
         let key = self.0.key(session, "own");
+        let what = what.key();
         let ttl = millis(self.0.cfg.session_ttl);
         let mut p = redis::pipe();
         match replica {
             Some(r) => {
-                p.cmd("HSET").arg(&key).arg(what).arg(r).ignore();
+                p.cmd("HSET").arg(&key).arg(&what).arg(r.as_str()).ignore();
                 p.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
             }
             None => {
-                p.cmd("HDEL").arg(&key).arg(what).ignore();
+                p.cmd("HDEL").arg(&key).arg(&what).ignore();
             }
         }
         self.0
@@ -203,10 +201,15 @@ impl ControlBus for RedisBus {
             .await
     }
 
-    async fn owner(&self, session: &str, what: &str) -> Result<Option<String>, StoreError> {
+    async fn owner(
+        &self,
+        session: &SessionId,
+        what: &Owned,
+    ) -> Result<Option<ReplicaId>, StoreError> {
         let key = self.0.key(session, "own");
-        let what = what.to_owned();
-        self.0
+        let what = what.key();
+        let owner: Option<String> = self
+            .0
             .run(|mut h| async move {
                 redis::cmd("HGET")
                     .arg(&key)
@@ -214,19 +217,21 @@ impl ControlBus for RedisBus {
                     .query_async(&mut h)
                     .await
             })
-            .await
+            .await?;
+        Ok(owner.map(ReplicaId::from))
     }
 
-    async fn holders(&self, session: &str) -> Result<Vec<String>, StoreError> {
+    async fn holders(&self, session: &SessionId) -> Result<Vec<ReplicaId>, StoreError> {
         let key = self.0.key(session, "own");
         let fields: Vec<String> = self
             .0
             .run(|mut h| async move { redis::cmd("HKEYS").arg(&key).query_async(&mut h).await })
             .await?;
         let mut live = Vec::new();
-        for replica in fields.iter().filter_map(|f| f.strip_prefix("h:")) {
-            if replica != self.0.replica && self.is_alive(replica).await? {
-                live.push(replica.to_owned());
+        for replica in fields.iter().filter_map(|f| f.strip_prefix(HOLDER_PREFIX)) {
+            let replica = ReplicaId::from(replica);
+            if replica != self.0.replica && self.is_alive(&replica).await? {
+                live.push(replica);
             }
         }
         Ok(live)

@@ -7,10 +7,11 @@ use bytes::Bytes;
 use super::store::{millis, RedisStore};
 use crate::directory::{SessionDirectory, Touch};
 use crate::error::StoreError;
+use crate::id::SessionId;
 
 #[async_trait]
 impl SessionDirectory for RedisStore {
-    async fn put(&self, session: &str, record: Bytes) -> Result<(), StoreError> {
+    async fn put(&self, session: &SessionId, record: Bytes) -> Result<(), StoreError> {
         let key = self.key(session, "s");
         let ttl = millis(self.cfg.session_ttl);
         self.run(|mut h| async move {
@@ -25,7 +26,7 @@ impl SessionDirectory for RedisStore {
         .await
     }
 
-    async fn get(&self, session: &str) -> Result<Option<Bytes>, StoreError> {
+    async fn get(&self, session: &SessionId) -> Result<Option<Bytes>, StoreError> {
         let key = self.key(session, "s");
         let ttl = millis(self.cfg.session_ttl);
         let mut p = redis::pipe();
@@ -41,7 +42,7 @@ impl SessionDirectory for RedisStore {
         Ok(v.map(Bytes::from))
     }
 
-    async fn touch(&self, session: &str) -> Result<Touch, StoreError> {
+    async fn touch(&self, session: &SessionId) -> Result<Touch, StoreError> {
         let (key, tomb) = (self.key(session, "s"), self.key(session, "deleted"));
         let ttl = millis(self.cfg.session_ttl);
         let mut p = redis::pipe();
@@ -58,7 +59,7 @@ impl SessionDirectory for RedisStore {
 
     /// Deletes the record and the ownership entries, and leaves a
     /// tombstone (the streams are the event log's: `remove_session`).
-    async fn remove(&self, session: &str) -> Result<(), StoreError> {
+    async fn remove(&self, session: &SessionId) -> Result<(), StoreError> {
         let mut p = redis::pipe();
         p.cmd("DEL")
             .arg(self.key(session, "s"))
@@ -73,9 +74,5 @@ impl SessionDirectory for RedisStore {
             .ignore();
         self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
             .await
-    }
-
-    fn is_shared(&self) -> bool {
-        true
     }
 }

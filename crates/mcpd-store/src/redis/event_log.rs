@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::connection::unavailable;
 use super::store::{millis, RedisStore};
 use crate::error::StoreError;
+use crate::id::{SessionId, StreamId};
 use crate::log::{EventLog, NewEvent, StoredEvent};
 
 /// Redis's answer to an `XADD` whose id is not above the stream's last: the
@@ -26,16 +27,16 @@ impl RedisStore {
     /// told apart this way.
     async fn already_stored(
         &self,
-        session: &str,
+        session: &SessionId,
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
         let seqs: Option<Vec<u64>> = events.iter().map(|e| e.seq).collect();
         let seqs =
             seqs.ok_or_else(|| unavailable("a retried append found events already stored"))?;
         let mut p = redis::pipe();
-        let mut last: Vec<(&str, u64)> = Vec::new();
+        let mut last: Vec<(&StreamId, u64)> = Vec::new();
         for e in events {
-            match last.iter_mut().find(|(s, _)| *s == &*e.stream) {
+            match last.iter_mut().find(|(s, _)| **s == e.stream) {
                 Some(l) => l.1 = l.1.max(e.seq.unwrap_or(0)),
                 None => last.push((&e.stream, e.seq.unwrap_or(0))),
             }
@@ -69,7 +70,7 @@ impl EventLog for RedisStore {
     /// and the stream index.
     async fn append_batch(
         &self,
-        session: &str,
+        session: &SessionId,
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
         if events.is_empty() {
@@ -132,8 +133,8 @@ impl EventLog for RedisStore {
 
     async fn replay(
         &self,
-        session: &str,
-        stream: &str,
+        session: &SessionId,
+        stream: &StreamId,
         after: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let all = self.retained(session, stream).await?;
@@ -153,7 +154,11 @@ impl EventLog for RedisStore {
         Ok(all.into_iter().filter(|e| e.seq > after).collect())
     }
 
-    async fn retained(&self, session: &str, stream: &str) -> Result<Vec<StoredEvent>, StoreError> {
+    async fn retained(
+        &self,
+        session: &SessionId,
+        stream: &StreamId,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         let key = self.stream_key(session, stream);
         let reply: redis::streams::StreamRangeReply = self
             .run(|mut h| async move {
@@ -183,9 +188,9 @@ impl EventLog for RedisStore {
         Ok(out)
     }
 
-    async fn remove_session(&self, session: &str) {
+    async fn remove_session(&self, session: &SessionId) {
         if let Err(e) = self.remove_streams(session).await {
-            tracing::warn!(session, error = %e, "could not remove the session's keys; they expire by TTL");
+            tracing::warn!(session = %session, error = %e, "could not remove the session's keys; they expire by TTL");
         }
     }
 
@@ -211,7 +216,7 @@ impl EventLog for RedisStore {
 
 impl RedisStore {
     /// Deletes the session's streams and their index.
-    async fn remove_streams(&self, session: &str) -> Result<(), StoreError> {
+    async fn remove_streams(&self, session: &SessionId) -> Result<(), StoreError> {
         let index = self.key(session, "streams");
         let idx = index.clone();
         let streams: Vec<String> = self
@@ -223,7 +228,7 @@ impl RedisStore {
         let mut del = redis::cmd("DEL");
         del.arg(index);
         for s in &streams {
-            del.arg(self.stream_key(session, s));
+            del.arg(self.stream_key(session, &StreamId::from(s.as_str())));
         }
         self.run(|mut h| async move { del.query_async::<()>(&mut h).await })
             .await

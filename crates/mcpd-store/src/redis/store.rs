@@ -10,6 +10,7 @@ use redis::RedisResult;
 use super::config::RedisConfig;
 use super::connection::{unavailable, Conn, Failover, Handle};
 use crate::error::StoreError;
+use crate::id::{ReplicaId, SessionId, StreamId};
 
 /// The Redis event log, session directory and control bus (one multiplexed
 /// connection for commands, one subscriber connection for the bus).
@@ -19,7 +20,7 @@ pub struct RedisStore {
     /// For the subscriber connection (single node, or the first cluster seed:
     /// PUBLISH reaches every node of a cluster).
     pub(super) pubsub_client: redis::Client,
-    pub(super) replica: String,
+    pub(super) replica: ReplicaId,
     /// Commands that failed or timed out (for `mcpd_redis_errors_total`).
     pub(super) failures: AtomicU64,
     /// The runtime the store was made on: every command runs there.
@@ -46,7 +47,7 @@ impl RedisStore {
     /// there, whichever runtime calls.
     ///
     /// [`EventLog::check`]: crate::EventLog::check
-    pub fn new(cfg: RedisConfig, replica: impl Into<String>) -> Result<Arc<Self>, StoreError> {
+    pub fn new(cfg: RedisConfig, replica: ReplicaId) -> Result<Arc<Self>, StoreError> {
         if cfg.urls.is_empty() {
             return Err(unavailable("no Redis URL configured"));
         }
@@ -56,7 +57,7 @@ impl RedisStore {
             conn,
             cfg,
             pubsub_client,
-            replica: replica.into(),
+            replica,
             failures: Default::default(),
             rt: tokio::runtime::Handle::current(),
             in_flight: Default::default(),
@@ -68,7 +69,7 @@ impl RedisStore {
         format!("{}{{{session}}}:{suffix}", self.cfg.prefix)
     }
 
-    pub(super) fn stream_key(&self, session: &str, stream: &str) -> String {
+    pub(super) fn stream_key(&self, session: &SessionId, stream: &StreamId) -> String {
         format!("{}{{{session}}}:e:{stream}", self.cfg.prefix)
     }
 }

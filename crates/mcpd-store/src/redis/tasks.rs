@@ -26,6 +26,7 @@ use redis::Value;
 
 use super::store::RedisStore;
 use crate::error::StoreError;
+use crate::id::{ReplicaId, TaskId};
 use crate::tasks::{
     Answered, Asked, CancelAsked, NewTask, TaskEnd, TaskRecord, TaskState, TaskStore,
 };
@@ -65,7 +66,7 @@ impl RedisStore {
 
     /// Takes an ended task out of the indexes (two slots: two commands,
     /// sent together).
-    async fn unindex_task(&self, id: &str, runner: &str, quota: &str) -> Result<(), StoreError> {
+    async fn unindex_task(&self, id: &TaskId, runner: &str, quota: &str) -> Result<(), StoreError> {
         let mut zrem = redis::cmd("ZREM");
         zrem.arg(self.quota_key(quota)).arg(id);
         let mut srem = redis::cmd("SREM");
@@ -135,7 +136,7 @@ impl TaskStore for RedisStore {
         .await
     }
 
-    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let mut c = redis::cmd("HGETALL");
         c.arg(self.task_key(id));
         let fields = pairs(self.tasks_query(c).await?)?;
@@ -147,7 +148,7 @@ impl TaskStore for RedisStore {
 
     async fn ask(
         &self,
-        id: &str,
+        id: &TaskId,
         key: &str,
         request: Bytes,
         now_ms: u64,
@@ -164,7 +165,7 @@ impl TaskStore for RedisStore {
 
     async fn answer(
         &self,
-        id: &str,
+        id: &TaskId,
         answers: &[(String, Bytes)],
         now_ms: u64,
     ) -> Result<Answered, StoreError> {
@@ -187,13 +188,13 @@ impl TaskStore for RedisStore {
         match (accepted, runner) {
             (Some(accepted), Some(runner)) => Ok(Answered::Accepted {
                 accepted,
-                runner: utf8(runner, "the runner")?,
+                runner: utf8(runner, "the runner")?.into(),
             }),
             _ => Err(malformed("unexpected reply to answers")),
         }
     }
 
-    async fn take_answers(&self, id: &str) -> Result<Vec<(String, Bytes)>, StoreError> {
+    async fn take_answers(&self, id: &TaskId) -> Result<Vec<(String, Bytes)>, StoreError> {
         let reply = self.tasks_query(script(TAKE, self.task_key(id))).await?;
         let mut out = pairs(reply)?
             .into_iter()
@@ -203,7 +204,7 @@ impl TaskStore for RedisStore {
         Ok(out)
     }
 
-    async fn finish(&self, id: &str, end: &TaskEnd) -> Result<bool, StoreError> {
+    async fn finish(&self, id: &TaskId, end: &TaskEnd) -> Result<bool, StoreError> {
         let keep_until = end.now_ms.saturating_add(end.keep_ms).min(MAX_MS);
         let mut c = script(FINISH, self.task_key(id));
         c.arg(end.state.as_str()).arg(end.now_ms).arg(keep_until);
@@ -233,7 +234,7 @@ impl TaskStore for RedisStore {
         Ok(applied)
     }
 
-    async fn request_cancel(&self, id: &str, now_ms: u64) -> Result<CancelAsked, StoreError> {
+    async fn request_cancel(&self, id: &TaskId, now_ms: u64) -> Result<CancelAsked, StoreError> {
         let mut c = script(CANCEL, self.task_key(id));
         c.arg(now_ms);
         let mut it = items(self.tasks_query(c).await?)?.into_iter();
@@ -246,7 +247,7 @@ impl TaskStore for RedisStore {
                     .and_then(blob)
                     .ok_or_else(|| malformed("no runner in the reply to a cancellation"))?;
                 Ok(CancelAsked::Requested {
-                    runner: utf8(runner, "the runner")?,
+                    runner: utf8(runner, "the runner")?.into(),
                 })
             }
             _ => Err(malformed("unexpected reply to a cancellation")),
@@ -269,7 +270,7 @@ impl TaskStore for RedisStore {
         Ok(n)
     }
 
-    async fn running(&self) -> Result<Vec<(String, String)>, StoreError> {
+    async fn running(&self) -> Result<Vec<(TaskId, ReplicaId)>, StoreError> {
         let set = self.running_key();
         let mut c = redis::cmd("SMEMBERS");
         c.arg(&set);
@@ -317,7 +318,9 @@ impl TaskStore for RedisStore {
                 .and_then(|s| String::from_utf8(s).ok())
                 .and_then(|s| TaskState::parse(&s));
             match state {
-                Some(s) if !s.is_terminal() => out.push((id, runner)),
+                Some(s) if !s.is_terminal() => {
+                    out.push((TaskId::from(id), ReplicaId::from(runner)))
+                }
                 // Gone (expired), ended, or unreadable.
                 _ => stale.push(m),
             }

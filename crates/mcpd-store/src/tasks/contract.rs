@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::record::{NewTask, TaskEnd, TaskState};
 use super::store::{Answered, Asked, CancelAsked, TaskStore};
+use crate::id::{ReplicaId, TaskId};
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -20,7 +21,7 @@ fn b(s: &str) -> Bytes {
 /// whose ids start with `contract-`.
 pub async fn check(store: &dyn TaskStore) {
     let now = now_ms();
-    let id = format!("contract-{}", uuid::Uuid::new_v4());
+    let id = TaskId::from(format!("contract-{}", uuid::Uuid::new_v4()));
     let new = NewTask {
         id: id.clone(),
         owner: "iss sub".into(),
@@ -53,7 +54,7 @@ pub async fn check(store: &dyn TaskStore) {
         .running()
         .await
         .unwrap()
-        .contains(&(id.clone(), "replica-a".to_owned())));
+        .contains(&(id.clone(), ReplicaId::from("replica-a"))));
 
     // Questions: each key once in the task's life.
     let q1 = b(r#"{"method":"elicitation/create","params":{}}"#);
@@ -112,7 +113,10 @@ pub async fn check(store: &dyn TaskStore) {
     assert_eq!(r.state, TaskState::Working, "nothing outstanding: working");
     assert!(r.questions.is_empty());
     assert_eq!(
-        store.answer("contract-nope", &[], now).await.unwrap(),
+        store
+            .answer(&TaskId::from("contract-nope"), &[], now)
+            .await
+            .unwrap(),
         Answered::Unknown
     );
 
@@ -158,14 +162,17 @@ pub async fn check(store: &dyn TaskStore) {
     assert_eq!(store.active(&new.quota, now).await.unwrap(), 0);
     assert!(!store.running().await.unwrap().iter().any(|(t, _)| *t == id));
     assert_eq!(
-        store.request_cancel("contract-nope", now).await.unwrap(),
+        store
+            .request_cancel(&TaskId::from("contract-nope"), now)
+            .await
+            .unwrap(),
         CancelAsked::Unknown
     );
 
     // A result finished near the end of the TTL stays readable for `keep_ms`
     // (10 s before the expiry: slack for a slow machine).
     let now = now_ms();
-    let id2 = format!("contract-{}", uuid::Uuid::new_v4());
+    let id2 = TaskId::from(format!("contract-{}", uuid::Uuid::new_v4()));
     store
         .create(&NewTask {
             id: id2.clone(),

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::record::{NewTask, TaskEnd, TaskRecord, TaskState};
 use super::store::{Answered, Asked, CancelAsked, TaskStore};
 use crate::error::StoreError;
+use crate::id::{ReplicaId, TaskId};
 
 struct Entry {
     record: TaskRecord,
@@ -25,7 +26,7 @@ struct Entry {
 
 #[derive(Default)]
 pub struct MemoryTaskStore {
-    tasks: Mutex<HashMap<String, Entry>>,
+    tasks: Mutex<HashMap<TaskId, Entry>>,
 }
 
 fn now_ms() -> u64 {
@@ -35,7 +36,7 @@ fn now_ms() -> u64 {
 }
 
 impl MemoryTaskStore {
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Entry>) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<TaskId, Entry>) -> T) -> T {
         let mut g = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut g)
     }
@@ -50,7 +51,7 @@ impl MemoryTaskStore {
 }
 
 /// The live entry for `id` (an expired one is dropped).
-fn live<'a>(t: &'a mut HashMap<String, Entry>, id: &str) -> Option<&'a mut Entry> {
+fn live<'a>(t: &'a mut HashMap<TaskId, Entry>, id: &TaskId) -> Option<&'a mut Entry> {
     let now = now_ms();
     if t.get(id).is_some_and(|e| e.expires_ms <= now) {
         t.remove(id);
@@ -73,7 +74,7 @@ impl TaskStore for MemoryTaskStore {
         Ok(())
     }
 
-    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         Ok(self.with(|t| {
             live(t, id).map(|e| {
                 let mut r = e.record.clone();
@@ -89,7 +90,7 @@ impl TaskStore for MemoryTaskStore {
 
     async fn ask(
         &self,
-        id: &str,
+        id: &TaskId,
         key: &str,
         request: Bytes,
         now_ms: u64,
@@ -113,7 +114,7 @@ impl TaskStore for MemoryTaskStore {
 
     async fn answer(
         &self,
-        id: &str,
+        id: &TaskId,
         answers: &[(String, Bytes)],
         now_ms: u64,
     ) -> Result<Answered, StoreError> {
@@ -141,7 +142,7 @@ impl TaskStore for MemoryTaskStore {
         }))
     }
 
-    async fn take_answers(&self, id: &str) -> Result<Vec<(String, Bytes)>, StoreError> {
+    async fn take_answers(&self, id: &TaskId) -> Result<Vec<(String, Bytes)>, StoreError> {
         Ok(self.with(|t| {
             live(t, id)
                 .map(|e| std::mem::take(&mut e.answers).into_iter().collect())
@@ -149,7 +150,7 @@ impl TaskStore for MemoryTaskStore {
         }))
     }
 
-    async fn finish(&self, id: &str, end: &TaskEnd) -> Result<bool, StoreError> {
+    async fn finish(&self, id: &TaskId, end: &TaskEnd) -> Result<bool, StoreError> {
         Ok(self.with(|t| {
             let Some(e) = live(t, id) else {
                 return false;
@@ -173,7 +174,7 @@ impl TaskStore for MemoryTaskStore {
         }))
     }
 
-    async fn request_cancel(&self, id: &str, now_ms: u64) -> Result<CancelAsked, StoreError> {
+    async fn request_cancel(&self, id: &TaskId, now_ms: u64) -> Result<CancelAsked, StoreError> {
         Ok(self.with(|t| match live(t, id) {
             None => CancelAsked::Unknown,
             Some(e) if e.record.state.is_terminal() => CancelAsked::Terminal,
@@ -199,7 +200,7 @@ impl TaskStore for MemoryTaskStore {
         }))
     }
 
-    async fn running(&self) -> Result<Vec<(String, String)>, StoreError> {
+    async fn running(&self) -> Result<Vec<(TaskId, ReplicaId)>, StoreError> {
         let now = now_ms();
         Ok(self.with(|t| {
             t.values()
@@ -254,10 +255,13 @@ mod tests {
         let mut t = task("x");
         t.created_ms -= 120_000;
         s.create(&t).await.unwrap();
-        assert_eq!(s.get("x").await.unwrap(), None);
+        assert_eq!(s.get(&TaskId::from("x")).await.unwrap(), None);
         assert_eq!(s.running().await.unwrap(), vec![]);
         s.create(&task("y")).await.unwrap();
-        assert!(s.finish("y", &end(TaskState::Completed)).await.unwrap());
+        assert!(s
+            .finish(&TaskId::from("y"), &end(TaskState::Completed))
+            .await
+            .unwrap());
         s.purge();
         assert_eq!(s.len(), 1);
     }

@@ -3,6 +3,8 @@
 
 use bytes::Bytes;
 
+use crate::id::{ReplicaId, TaskId};
+
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskState {
@@ -49,7 +51,7 @@ impl TaskState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewTask {
     /// 122 random bits (a UUIDv4): the id is also a capability.
-    pub id: String,
+    pub id: TaskId,
     /// The principal that created it (`""`: auth is off).
     pub owner: String,
     /// Who the task counts against for the per-principal cap.
@@ -57,7 +59,7 @@ pub struct NewTask {
     /// The tool it runs.
     pub tool: String,
     /// The replica that runs it.
-    pub runner: String,
+    pub runner: ReplicaId,
     pub created_ms: u64,
     /// The record is kept this long after creation (raised at the end if
     /// the result would otherwise be readable for less than the retention).

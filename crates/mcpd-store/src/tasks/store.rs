@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::record::{NewTask, TaskEnd, TaskRecord};
 use crate::error::StoreError;
+use crate::id::{ReplicaId, TaskId};
 
 /// What `ask` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub enum Answered {
     Unknown,
     /// `accepted` keys were outstanding and are now answered; the runner
     /// should take them.
-    Accepted { accepted: usize, runner: String },
+    Accepted { accepted: usize, runner: ReplicaId },
 }
 
 /// What `request_cancel` did.
@@ -37,7 +38,7 @@ pub enum CancelAsked {
     Terminal,
     /// The flag is set; `runner` should stop the task.
     Requested {
-        runner: String,
+        runner: ReplicaId,
     },
 }
 
@@ -48,12 +49,12 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn create(&self, task: &NewTask) -> Result<(), StoreError>;
 
     /// The record, if it exists and has not expired.
-    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError>;
 
     /// Adds the outstanding question `key` (the task becomes `input_required`).
     async fn ask(
         &self,
-        id: &str,
+        id: &TaskId,
         key: &str,
         request: Bytes,
         now_ms: u64,
@@ -63,25 +64,25 @@ pub trait TaskStore: Send + Sync + 'static {
     /// ignored); the answers wait for the runner's `take_answers`.
     async fn answer(
         &self,
-        id: &str,
+        id: &TaskId,
         answers: &[(String, Bytes)],
         now_ms: u64,
     ) -> Result<Answered, StoreError>;
 
     /// The answers delivered and not yet taken (removed by this call).
-    async fn take_answers(&self, id: &str) -> Result<Vec<(String, Bytes)>, StoreError>;
+    async fn take_answers(&self, id: &TaskId) -> Result<Vec<(String, Bytes)>, StoreError>;
 
     /// Ends the task; `false` when it had already ended (nothing changes).
-    async fn finish(&self, id: &str, end: &TaskEnd) -> Result<bool, StoreError>;
+    async fn finish(&self, id: &TaskId, end: &TaskEnd) -> Result<bool, StoreError>;
 
     /// Sets the cancel flag of a running task.
-    async fn request_cancel(&self, id: &str, now_ms: u64) -> Result<CancelAsked, StoreError>;
+    async fn request_cancel(&self, id: &TaskId, now_ms: u64) -> Result<CancelAsked, StoreError>;
 
     /// Tasks of `quota` not yet ended.
     async fn active(&self, quota: &str, now_ms: u64) -> Result<usize, StoreError>;
 
     /// Every task not yet ended, with the replica that runs it.
-    async fn running(&self) -> Result<Vec<(String, String)>, StoreError>;
+    async fn running(&self) -> Result<Vec<(TaskId, ReplicaId)>, StoreError>;
 
     /// Drops expired records the backend does not expire by itself.
     fn purge(&self) {}

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use redis::Value;
 
 use crate::error::StoreError;
+use crate::id::TaskId;
 use crate::redis::connection::unavailable;
 use crate::tasks::{NewTask, TaskRecord, TaskState};
 
@@ -71,7 +72,10 @@ pub(super) fn pairs(v: Value) -> Result<Vec<FieldValue>, StoreError> {
 }
 
 /// The record from its hash's fields (not empty).
-pub(super) fn record(id: &str, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Result<TaskRecord, StoreError> {
+pub(super) fn record(
+    id: &TaskId,
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<TaskRecord, StoreError> {
     let (mut owner, mut quota, mut tool, mut runner) = (None, None, None, None);
     let (mut created, mut upd, mut ttl, mut poll, mut status) = (None, None, None, None, None);
     let (mut message, mut outcome, mut cancel) = (None, None, false);
@@ -115,7 +119,7 @@ pub(super) fn record(id: &str, fields: Vec<(Vec<u8>, Vec<u8>)>) -> Result<TaskRe
             owner: text(owner, "owner")?,
             quota: text(quota, "quota")?,
             tool: text(tool, "tool")?,
-            runner: text(runner, "runner")?,
+            runner: text(runner, "runner")?.into(),
             created_ms: number(created, "created")?,
             ttl_ms: number(ttl, "ttl")?,
             poll_ms: number(poll, "poll")?,
