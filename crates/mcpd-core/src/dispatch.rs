@@ -14,7 +14,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::types::{
-    Implementation, JsonObject, ListChangedCapability, ResourcesCapability, ServerCapabilities,
+    CallToolResult, Implementation, JsonObject, ListChangedCapability, ResourcesCapability,
+    ServerCapabilities,
 };
 use mcpd_protocol::{ErrorObject, Method};
 use mcpd_telemetry::Metrics;
@@ -166,7 +167,7 @@ impl McpServer {
             async move {
                 let out = inner.await;
                 watch.finish(match &out {
-                    Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+                    Ok(v) if CallToolResult::is_error_in(v) => "tool_error",
                     Ok(_) => "ok",
                     Err(_) => "error",
                 });

@@ -335,19 +335,4 @@ where
     }
 }
 
-/// `ttlMs` and `cacheScope` put on cacheable results (2026-07-28).
-#[derive(Debug, Clone)]
-pub struct CacheHints {
-    pub ttl_ms: u64,
-    /// `public` (no per-user data) or `private`.
-    pub scope: String,
-}
-
-impl Default for CacheHints {
-    fn default() -> Self {
-        Self {
-            ttl_ms: 60_000,
-            scope: "public".into(),
-        }
-    }
-}
+pub use mcpd_protocol::types::CacheHints;

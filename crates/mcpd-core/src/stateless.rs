@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use mcpd_protocol::jsonrpc::Request;
-use mcpd_protocol::methods::{self as m, meta};
-use mcpd_protocol::types::{DiscoverResult, JsonObject};
+use mcpd_protocol::methods as m;
+use mcpd_protocol::types::{stamp_result, DiscoverResult, JsonObject};
 use mcpd_protocol::{ErrorCode, ErrorObject, Method};
 use serde_json::Value;
 
@@ -96,22 +96,10 @@ impl Stateless {
     ) -> Result<Value, ErrorObject> {
         match outcome {
             Ok(Value::Object(mut r)) => {
-                let complete = !r.contains_key("resultType");
-                r.entry("resultType")
-                    .or_insert_with(|| Value::from("complete"));
-                if complete && method.is_some_and(|m| m.info().cacheable) {
-                    // A provider's own hints (already in the result) win.
-                    r.entry("ttlMs")
-                        .or_insert_with(|| Value::from(self.cache.ttl_ms));
-                    r.entry("cacheScope")
-                        .or_insert_with(|| Value::from(self.cache.scope.clone()));
-                }
-                let meta = r
-                    .entry("_meta")
-                    .or_insert_with(|| Value::Object(JsonObject::new()));
-                if let Value::Object(meta) = meta {
-                    meta.insert(meta::SERVER_INFO.into(), self.server_info());
-                }
+                let cache = method
+                    .is_some_and(|m| m.info().cacheable)
+                    .then_some(&self.cache);
+                stamp_result(&mut r, cache, self.server_info());
                 Ok(Value::Object(r))
             }
             Ok(other) => Ok(other),

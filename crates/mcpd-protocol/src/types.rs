@@ -52,7 +52,8 @@ pub use resources::{
     ResourceTemplate, UriParams,
 };
 pub use stateless::{
-    DiscoverResult, EmptyResult, InputRequest, InputRequiredResult, ListenResult, ResultType,
+    stamp_result, CacheHints, DiscoverResult, EmptyResult, InputRequest, InputRequiredResult,
+    ListenResult, ResultType,
 };
 pub use tasks::{CreateTaskResult, DetailedTask, Task, TaskStatus};
 pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};

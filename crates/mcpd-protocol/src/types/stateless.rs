@@ -23,6 +23,53 @@ pub enum ResultType {
     Task,
 }
 
+/// `ttlMs` and `cacheScope` put on cacheable results (2026-07-28).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheHints {
+    pub ttl_ms: u64,
+    /// `public` (no per-user data) or `private`.
+    pub scope: String,
+}
+
+impl Default for CacheHints {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 60_000,
+            scope: "public".into(),
+        }
+    }
+}
+
+/// Makes `result` (an answer's JSON object, mcpd's own or an upstream's) a
+/// 2026-07-28 result: `resultType` `complete` unless it names its kind;
+/// for a complete result of a cacheable method, `cache` as `ttlMs` and
+/// `cacheScope` unless it carries its own (a provider's hints win); and
+/// the server's identity in `_meta`.
+pub fn stamp_result(result: &mut JsonObject, cache: Option<&CacheHints>, server_info: Value) {
+    let complete = !result.contains_key("resultType");
+    if complete {
+        result.insert("resultType".into(), to_value(ResultType::Complete));
+        if let Some(c) = cache {
+            result
+                .entry("ttlMs")
+                .or_insert_with(|| Value::from(c.ttl_ms));
+            result
+                .entry("cacheScope")
+                .or_insert_with(|| Value::from(c.scope.as_str()));
+        }
+    }
+    let meta = result
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(crate::methods::meta::SERVER_INFO.into(), server_info);
+    }
+}
+
+fn to_value(t: ResultType) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
 /// One question of an `InputRequiredResult`: a server → client request,
 /// without an id (its key in `inputRequests` names it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,3 +131,53 @@ pub struct ListenResult {
 /// A result with no fields (`{}`): `ping`, `tasks/update`, `tasks/cancel`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmptyResult {}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn stamped(result: Value, cache: Option<&CacheHints>) -> Value {
+        let Value::Object(mut r) = result else {
+            panic!("an object")
+        };
+        stamp_result(&mut r, cache, json!({"name": "mcpd"}));
+        Value::Object(r)
+    }
+
+    #[test]
+    fn a_result_is_stamped_complete_with_hints_unless_it_says_otherwise() {
+        let hints = CacheHints::default();
+        let info = json!({"io.modelcontextprotocol/serverInfo": {"name": "mcpd"}});
+        let cases = [
+            // A plain result of a method that is not cacheable.
+            (
+                json!({"content": []}),
+                None,
+                json!({"content": [], "resultType": "complete", "_meta": info}),
+            ),
+            // Cacheable: the configured hints.
+            (
+                json!({"tools": []}),
+                Some(&hints),
+                json!({"tools": [], "resultType": "complete", "ttlMs": 60_000, "cacheScope": "public", "_meta": info}),
+            ),
+            // A provider's own hints win.
+            (
+                json!({"tools": [], "ttlMs": 5, "cacheScope": "private"}),
+                Some(&hints),
+                json!({"tools": [], "resultType": "complete", "ttlMs": 5, "cacheScope": "private", "_meta": info}),
+            ),
+            // Not complete: no hints; its own _meta keeps its keys.
+            (
+                json!({"resultType": "input_required", "_meta": {"k": 1}}),
+                Some(&hints),
+                json!({"resultType": "input_required", "_meta": {"k": 1, "io.modelcontextprotocol/serverInfo": {"name": "mcpd"}}}),
+            ),
+        ];
+        for (result, cache, want) in cases {
+            assert_eq!(stamped(result.clone(), cache), want, "{result}");
+        }
+    }
+}

@@ -78,6 +78,12 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// Whether `result`, a `tools/call` result as JSON (mcpd's own or an
+    /// upstream's, passed through as it came), reports a tool error.
+    pub fn is_error_in(result: &Value) -> bool {
+        result.get("isError") == Some(&Value::Bool(true))
+    }
+
     pub fn text(text: impl Into<String>) -> Self {
         Self {
             content: vec![Content::text(text)],
