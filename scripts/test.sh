@@ -102,6 +102,9 @@ if start_mcpd conformance-server --toolset conformance; then
   # The Tasks extension's scenarios (extensions are never picked by a
   # revision; cargo test runs the same nine through nginx over 3 replicas).
   run_conformance tasks CONFORMANCE_LINE=0.2 CONFORMANCE_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition"
+  # The Skills extension's scenarios (SEP-2640; the suite still lists them
+  # as pending), against the conformance toolset's two skills.
+  run_conformance skills CONFORMANCE_LINE=0.2 CONFORMANCE_SCENARIOS="sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest"
 else count 0 1; fi
 
 # --- interop with the official SDK clients -------------------------------------------

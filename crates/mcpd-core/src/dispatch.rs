@@ -15,7 +15,7 @@ use futures_util::future::BoxFuture;
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::types::{
     CallToolResult, Implementation, JsonObject, ListChangedCapability, ResourcesCapability,
-    ServerCapabilities,
+    ServerCapabilities, SKILLS_EXTENSION,
 };
 use mcpd_protocol::{ErrorObject, Method};
 use mcpd_telemetry::Metrics;
@@ -95,6 +95,18 @@ impl McpServer {
         }
     }
 
+    /// The extensions this server declares in every era (the stateless
+    /// era adds Tasks where it is on): Skills, when it offers skills.
+    fn extensions(&self) -> Option<JsonObject> {
+        let skills = self.registry.skills();
+        if !skills.offered() {
+            return None;
+        }
+        let mut ext = JsonObject::new();
+        ext.insert(SKILLS_EXTENSION.into(), to_json(&skills.settings()).ok()?);
+        Some(ext)
+    }
+
     /// Capabilities: only what is implemented is declared.
     pub fn capabilities(&self) -> ServerCapabilities {
         ServerCapabilities {
@@ -110,7 +122,7 @@ impl McpServer {
             }),
             logging: Some(JsonObject::new()),
             completions: Some(JsonObject::new()),
-            extensions: None,
+            extensions: self.extensions(),
         }
     }
 

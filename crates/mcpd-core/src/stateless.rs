@@ -116,9 +116,9 @@ impl Stateless {
     pub fn discover(&self) -> Value {
         let mut caps = self.server.capabilities();
         if self.tasks.is_some() {
-            let mut ext = JsonObject::new();
-            ext.insert(m::TASKS_EXTENSION.into(), Value::Object(JsonObject::new()));
-            caps.extensions = Some(ext);
+            caps.extensions
+                .get_or_insert_with(JsonObject::new)
+                .insert(m::TASKS_EXTENSION.into(), Value::Object(JsonObject::new()));
         }
         let result = DiscoverResult {
             supported_versions: mcpd_protocol::version::all_list()

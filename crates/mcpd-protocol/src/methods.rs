@@ -39,6 +39,10 @@ pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
     "notifications/subscriptions/acknowledged";
 
 /// The Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28).
+pub const SKILLS_LIST: &str = "skills/list";
+pub const SKILLS_GET: &str = "skills/get";
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
+
 pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_UPDATE: &str = "tasks/update";
 pub const TASKS_CANCEL: &str = "tasks/cancel";
@@ -87,6 +91,9 @@ pub enum Handler {
     /// Core's task service (the Tasks extension): reads and changes a
     /// task's durable record.
     Tasks,
+    /// The catalogue's skills (the Skills extension), where the server
+    /// offers them; the upstream the request is routed to otherwise.
+    Skills,
 }
 
 /// What mcpd knows about one request method.
@@ -170,6 +177,9 @@ method_table! {
     PromptsList = PROMPTS_LIST, Both, Catalog, ask: false, target: None, cache: true;
     PromptsGet = PROMPTS_GET, Both, Catalog, ask: true, target: Some("name"), cache: false;
     CompletionComplete = COMPLETION_COMPLETE, Both, Catalog, ask: false, target: None, cache: false;
+    SkillsList = SKILLS_LIST, Both, Skills, ask: false, target: None, cache: true;
+    SkillsGet = SKILLS_GET, Both, Skills, ask: false, target: None, cache: true;
+    ResourcesDirectoryRead = RESOURCES_DIRECTORY_READ, Both, Skills, ask: false, target: None, cache: false;
     ServerDiscover = SERVER_DISCOVER, Stateless, Discover, ask: false, target: None, cache: true;
     SubscriptionsListen = SUBSCRIPTIONS_LISTEN, Stateless, Listen, ask: false, target: None, cache: false;
     TasksGet = TASKS_GET, Stateless, Tasks, ask: false, target: Some("taskId"), cache: false;

@@ -25,6 +25,7 @@ mod logging;
 mod progress;
 mod prompts;
 mod resources;
+mod skills;
 mod stateless;
 mod tasks;
 mod tools;
@@ -50,6 +51,10 @@ pub use prompts::{
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
     ResourceTemplate, UriParams,
+};
+pub use skills::{
+    Dynamic, GetSkillResult, ListSkillsResult, ReadDirectoryParams, ReadDirectoryResult, Skill,
+    SkillResource, SkillResources, SkillsSettings, DIRECTORY_MIME_TYPE, SKILLS_EXTENSION,
 };
 pub use stateless::{
     stamp_result, CacheHints, DiscoverResult, EmptyResult, InputRequest, InputRequiredResult,

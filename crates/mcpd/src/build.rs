@@ -38,7 +38,8 @@ pub(crate) fn build_on(
 ) -> std::io::Result<Core> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
-    let background = config.server.toolset.install(&registry, stats.clone());
+    let mut background = config.server.toolset.install(&registry, stats.clone());
+    background.extend(crate::skills::install(&config.skills, &registry));
     extend(&registry);
     let mut server = McpServer::new(
         Implementation {

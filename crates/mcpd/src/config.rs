@@ -24,6 +24,7 @@ mod limits;
 mod log;
 mod rate_limit;
 mod server;
+mod skills;
 mod stateless;
 mod store;
 mod tasks;
@@ -41,6 +42,7 @@ pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
 pub use rate_limit::RateLimitSection;
 pub use server::{ServerSection, Transport};
+pub use skills::SkillsSection;
 pub use stateless::{StateKey, StatelessSection};
 pub use store::{StoreBackend, StoreSection};
 pub use tasks::TasksSection;
@@ -57,6 +59,7 @@ pub struct Config {
     pub store: StoreSection,
     pub stateless: StatelessSection,
     pub tasks: TasksSection,
+    pub skills: SkillsSection,
     pub admin: AdminSection,
     pub log: LogSection,
     pub tracing: TracingSection,
@@ -124,6 +127,7 @@ impl Config {
         self.admin.validate()?;
         self.stateless.validate()?;
         self.tasks.validate()?;
+        self.skills.validate()?;
         self.log.validate()
     }
 }

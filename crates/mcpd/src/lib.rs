@@ -31,6 +31,7 @@ pub mod config;
 pub mod prelude;
 mod serve;
 mod shutdown;
+mod skills;
 pub mod stdio;
 mod stores;
 mod tls;

@@ -1,6 +1,6 @@
 //! What a tool author needs, in one import: `use mcpd::prelude::*;`.
 //!
-//! The handler API (tools, resources, prompts, the request context), the
+//! The handler API (tools, resources, prompts, skills, the request context), the
 //! result and content types they return, the derives for argument types,
 //! and the entry points that serve them. `#[mcpd::tool]` turns an `async fn`
 //! into a tool named after the function and described by its doc comment;
@@ -15,6 +15,7 @@ pub use std::sync::Arc;
 pub use async_trait::async_trait;
 pub use mcpd_core::context::PeerError;
 pub use mcpd_core::handler::{raw_tool, schema_for, structured};
+pub use mcpd_core::skills::Skill;
 pub use mcpd_core::{
     tool_fn, PromptProvider, Registry, RequestContext, ResourceProvider, TaskPolicy, TaskSupport,
     Tool, ToolError,

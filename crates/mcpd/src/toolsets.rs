@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "conformance")]
 pub mod conformance;
 #[cfg(feature = "conformance")]
+pub mod conformance_skills;
+#[cfg(feature = "conformance")]
 pub mod conformance_stateless;
 #[cfg(feature = "conformance")]
 pub mod conformance_tasks;
@@ -49,6 +51,7 @@ impl Toolset {
                 conformance::install(registry);
                 conformance_stateless::install(registry);
                 conformance_tasks::install(registry);
+                conformance_skills::install(registry);
                 Vec::new()
             }
             // Refused when the configuration is loaded (`server.toolset`).

@@ -1,4 +1,5 @@
-//! The requests the catalogue answers: list, call, read, get, complete.
+//! The requests the catalogue answers: list, call, read, get, complete, and
+//! the skills' (the Skills extension).
 
 use std::sync::Arc;
 
@@ -6,7 +7,7 @@ use futures_util::future::BoxFuture;
 use mcpd_protocol::types::{
     parse_params, parse_params_owned, CallToolParams, CompleteParams, CompleteResult, Completion,
     CompletionRef, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, ReadResourceResult, UriParams,
+    ListResourcesResult, ListToolsResult, ReadDirectoryParams, ReadResourceResult, UriParams,
 };
 use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::Value;
@@ -109,6 +110,24 @@ impl McpServer {
                     to_json(&provider.get(&params.name, &args, &ctx).await?)
                 }
                 Some(Method::CompletionComplete) => this.complete(parse_params(p)?).await,
+                Some(Method::SkillsList) => {
+                    let ListParams { cursor } = parse_params(p)?;
+                    let skills = this.registry.skills();
+                    to_json(&skills.list(cursor.as_deref(), this.registry.page_size())?)
+                }
+                Some(Method::SkillsGet) => {
+                    let UriParams { uri } = parse_params(p)?;
+                    to_json(&this.registry.skills().get(&uri)?)
+                }
+                Some(Method::ResourcesDirectoryRead) => {
+                    let ReadDirectoryParams { uri, cursor } = parse_params(p)?;
+                    let skills = this.registry.skills();
+                    to_json(&skills.read_directory(
+                        &uri,
+                        cursor.as_deref(),
+                        this.registry.page_size(),
+                    )?)
+                }
                 _ => Err(ErrorObject::internal(format!(
                     "{method} is not a catalogue method (it was not routed first)"
                 ))),

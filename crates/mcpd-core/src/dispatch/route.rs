@@ -67,6 +67,9 @@ impl McpServer {
             Handler::Catalog => Route::Catalog,
             Handler::Discover => Route::Discover,
             Handler::Listen => Route::Listen,
+            Handler::Skills if upstream => self.to_upstream(req),
+            Handler::Skills if self.registry.skills().offered() => Route::Catalog,
+            Handler::Skills => Route::Refuse(ErrorObject::method_not_found(&req.method)),
             Handler::Tasks => match era {
                 Era::Stateless { tasks: true } => Route::Tasks(method),
                 _ => Route::Refuse(ErrorObject::method_not_found(&req.method)),

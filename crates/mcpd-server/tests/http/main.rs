@@ -51,6 +51,8 @@
 //!   replicas, `auth.dpop` off and required.
 //! - [`auth_introspection`]: opaque tokens (RFC 7662): introspection,
 //!   its caches, and outages answered with 503.
+//! - [`skills`]: the Skills extension in both eras, and skills from a
+//!   directory reloaded when it changes.
 //! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
 //!   described by its function, and served.
 //! - [`doctor`]: `mcpd doctor` against mcpd directly, behind a real nginx
@@ -83,6 +85,7 @@ mod scaleout;
 mod sdk_resume;
 mod server;
 mod shutdown;
+mod skills;
 mod slow_clients;
 mod slow_reader;
 mod startup;
