@@ -59,7 +59,7 @@ KUBE_MIN = "1.30.0"
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "HTTPRoute"}
 # Sections the chart writes that mcpd is gaining; a check-config failure
 # naming one of them is reported as such.
-NEW_SECTIONS = ("auth", "tls", "rate_limit", "tracing")
+NEW_SECTIONS = ("auth", "tls", "rate_limit", "tracing", "skills")
 MANIFEST_HEADER = (
     "# Generated from helm/mcpd with values-production.yaml (release {release}, namespace {ns})\n"
     "# by scripts/check-deploy.sh --write-manifests. Do not edit: change the chart\n"
@@ -244,8 +244,8 @@ def labels_match(selector, labels):
 
 def scenarios():
     """Name -> values. Every example values file, the defaults, two sets
-    that reach the templates' other branches, and the defaults with the
-    chart's Ingress (nginx, HAProxy)."""
+    that reach the templates' other branches, the defaults with the chart's
+    Ingress (nginx, HAProxy), and with skills from each kind of source."""
     return {
         "default": {},
         "dev": load_values("values-dev.yaml"),
@@ -289,6 +289,16 @@ def scenarios():
         "default-ingress": {"ingress": {"enabled": True}},
         # The HAProxy Ingress, which sets that header only when told to.
         "ingress-haproxy": {"ingress": {"enabled": True, "className": "haproxy", "controller": "haproxy"}},
+        # Skills from a ConfigMap, its flat keys mapped into skill folders
+        # (a nested skill path too), reloaded every 30 s.
+        "skills-configmap": {"skills": {"enabled": True, "reloadSecs": 30, "configMap": {
+            "name": "mcpd-skills", "items": [
+                {"key": "pdf.SKILL.md", "path": "pdf/SKILL.md"},
+                {"key": "pdf.forms.md", "path": "pdf/references/FORMS.md"},
+                {"key": "refunds.SKILL.md", "path": "acme/billing/refunds/SKILL.md"}]}}},
+        # Skills from any other volume (a PVC holding the whole tree), loaded once.
+        "skills-volume": {"skills": {"enabled": True, "reloadSecs": 0,
+                                     "volume": {"persistentVolumeClaim": {"claimName": "mcpd-skills"}}}},
     }
 
 
@@ -468,7 +478,9 @@ def check_shutdown(objs):
 def check_config_accepted(objs, bin_path):
     """The ConfigMap's mcpd.toml, with the container's environment, passes
     `mcpd --check-config`. Files mcpd reads from mounted Secrets get
-    placeholders of the right kind."""
+    placeholders of the right kind; other mounted directories (the skills,
+    which mcpd requires to exist) get local stand-ins, with a placeholder
+    file for each ConfigMap item."""
     need(bin_path.is_file() and os.access(bin_path, os.X_OK), f"{bin_path} not found: build mcpd (cargo build -p mcpd-server) or set MCPD_BIN")
     text, _ = mcpd_config(objs)
     deploy = one(objs, "Deployment")
@@ -478,13 +490,18 @@ def check_config_accepted(objs, bin_path):
         volumes = {v["name"]: v for v in pod_spec(deploy).get("volumes", [])}
         for m in c.get("volumeMounts", []):
             vol = volumes.get(m["name"], {})
-            if "secret" not in vol:
-                continue
+            if m.get("subPath") or "emptyDir" in vol:
+                continue  # mcpd.toml itself, scratch space
             local = tmp / m["mountPath"].strip("/")
             local.mkdir(parents=True, exist_ok=True)
-            for item in vol["secret"].get("items", []):
+            for item in vol.get("secret", {}).get("items", []):
                 placeholder_file(local / item["path"], item["key"])
-            text = text.replace(m["mountPath"].rstrip("/") + "/", str(local) + "/")
+            for item in vol.get("configMap", {}).get("items", []):
+                (local / item["path"]).parent.mkdir(parents=True, exist_ok=True)
+                (local / item["path"]).write_text("placeholder\n")
+            # The mount point as a whole string ("/etc/mcpd/skills") or a
+            # path's prefix ("/etc/mcpd/tls/tls.crt").
+            text = re.sub(r'(?<=")' + re.escape(m["mountPath"].rstrip("/")) + r'(?=[/"])', str(local), text)
         (tmp / "mcpd.toml").write_text(text)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp)}
         env.update(container_env(c))
@@ -565,6 +582,50 @@ def check_helm_test(objs, values):
     if auth.get("enabled"):
         need("--resource" in args and args[args.index("--resource") + 1] == auth.get("resource"),
              "with auth on, the doctor must be told the public resource (--resource = auth.resource)")
+
+
+def check_skills(rendered, objs, values):
+    """With skills.enabled, the one source the values name is mounted
+    read-only (and whole: a subPath mount is never updated, so edits would
+    not be reloaded) at the directory mcpd.toml's skills.dir names, with
+    skills.reload_secs from skills.reloadSecs: a ConfigMap with its items,
+    each file in a skill folder; any other volume source as given. Without
+    it, nothing is mounted and no [skills] written, and NOTES warns when a
+    source is set anyway."""
+    s = deep_merge(chart_defaults(), values)["skills"]
+    _, cfg = mcpd_config(objs)
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    volumes = {v["name"]: v for v in pod_spec(deploy)["volumes"]}
+    skills_dir = cfg.get("skills", {}).get("dir", "")
+    notes = next((t for p, t in rendered.items() if p.endswith("NOTES.txt")), "")
+    warned = "skills.enabled is false" in notes
+    if not s["enabled"]:
+        need(not skills_dir, f"skills.enabled is false, but mcpd.toml sets skills.dir = {skills_dir!r}")
+        need("skills" not in volumes, "skills.enabled is false, but a skills volume is mounted")
+        source = bool(s["configMap"]["name"] or s["volume"])
+        need(warned == source, f"NOTES {'warns' if warned else 'does not warn'} that skills.enabled is false "
+                               f"(a source is {'set' if source else 'not set'})")
+        return
+    need(not warned, "NOTES warns that skills.enabled is false, but it is true")
+    need(skills_dir, "skills.enabled, but mcpd.toml sets no skills.dir")
+    mounts = [m for m in c.get("volumeMounts", []) if m["mountPath"].rstrip("/") == skills_dir.rstrip("/")]
+    need(len(mounts) == 1, f"skills.dir {skills_dir} is not where a volume is mounted (found {len(mounts)} mounts)")
+    m = mounts[0]
+    need(m.get("readOnly") is True, f"the skills volume is mounted at {skills_dir} without readOnly: true")
+    need(not m.get("subPath"), "the skills volume is mounted with subPath: the kubelet never updates it, so edits would not be reloaded")
+    need(cfg["skills"].get("reload_secs") == s["reloadSecs"],
+         f"skills.reload_secs is {cfg['skills'].get('reload_secs')}, skills.reloadSecs {s['reloadSecs']}")
+    vol = volumes.get(m["name"], {})
+    if s["configMap"]["name"]:
+        want = {"name": s["configMap"]["name"], "items": s["configMap"]["items"]}
+        need(vol.get("configMap") == want, f"the skills volume is {vol}, not the ConfigMap {want}")
+        top = [i["path"] for i in want["items"] if "/" not in i["path"].strip("/")]
+        need(not top, f"ConfigMap items at the top of the directory, in no skill folder: {top}")
+        need(any(i["path"].endswith("/SKILL.md") for i in want["items"]), "no item is a skill folder's SKILL.md")
+    else:
+        want = dict(s["volume"], name=m["name"])
+        need(vol == want, f"the skills volume is {vol}, not skills.volume {want}")
 
 
 def check_ingress_sse(objs, values):
@@ -957,6 +1018,7 @@ def main():
         r.run(f"ingress-sse[{name}]", check_ingress_sse, objs, values)
         r.run(f"client-ip[{name}]", check_client_ip, rendered, objs, values)
         r.run(f"helm-test[{name}]", check_helm_test, objs, values)
+        r.run(f"skills[{name}]", check_skills, rendered, objs, values)
         r.run(f"check-config[{name}]", check_config_accepted, objs, bin_path)
 
     r.run("refuse.memory-store-replicas", expect_render_error, {"replicaCount": 3},
@@ -979,6 +1041,22 @@ def main():
                     "authorizationServers": ["https://idp"]}}, "auth.issuer")
     r.run("refuse.listen-in-config", expect_render_error, {"mcpd": {"config": {"server": {"listen": "0.0.0.0:1"}}}},
           "mcpd.port")
+    r.run("refuse.skills-without-source", expect_render_error, {"skills": {"enabled": True}},
+          "skills.enabled needs the skill folders", "skills.configMap.name", "skills.volume")
+    r.run("refuse.skills-both-sources", expect_render_error,
+          {"skills": {"enabled": True, "volume": {"persistentVolumeClaim": {"claimName": "mcpd-skills"}},
+                      "configMap": {"name": "mcpd-skills", "items": [{"key": "a", "path": "a/SKILL.md"}]}}},
+          "skills.configMap or skills.volume, not both")
+    r.run("refuse.skills-configmap-without-items", expect_render_error,
+          {"skills": {"enabled": True, "configMap": {"name": "mcpd-skills"}}}, "skills.configMap.items is empty")
+    r.run("refuse.skills-volume-with-name", expect_render_error,
+          {"skills": {"enabled": True, "volume": {"name": "x", "emptyDir": {}}}}, "skills.volume is a volume source without a name")
+    r.run("refuse.skills-dir-in-config", expect_render_error,
+          {"skills": {"enabled": True, "volume": {"emptyDir": {}}}, "mcpd": {"config": {"skills": {"dir": "/srv/skills"}}}},
+          "remove mcpd.config.skills.dir")
+    r.run("schema.skills-item-outside-folder", check_schema_rejects,
+          {"skills": {"enabled": True, "configMap": {"name": "mcpd-skills", "items": [{"key": "a", "path": "SKILL.md"}]}}},
+          "/skills/configMap/items/0/path")
     r.run("schema.replicaCount-string", check_schema_rejects, {"replicaCount": "three"}, "/replicaCount", "want integer")
     r.run("schema.unknown-key", check_schema_rejects, {"replicas": 3}, "replicas")
     r.run("schema.bad-toolset", check_schema_rejects, {"mcpd": {"toolset": "everything"}}, "/mcpd/toolset")

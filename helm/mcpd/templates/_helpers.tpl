@@ -144,6 +144,11 @@ chart (HAProxy: see ingress.yaml), else empty.
 {{- end }}
 {{- end }}
 
+{{/* Where the skill folders are mounted (skills.dir). */}}
+{{- define "mcpd.skillsDir" -}}
+/etc/mcpd/skills
+{{- end }}
+
 {{/* The public URL of the MCP endpoint (auth.resource), derived when unset. */}}
 {{- define "mcpd.resourceUrl" -}}
 {{- if .Values.auth.resource }}
@@ -209,6 +214,24 @@ the Deployment (so `helm install` and `helm template` both stop).
 {{- end }}
 {{- if or (hasKey (.Values.mcpd.config.server | default dict) "listen") (hasKey (.Values.mcpd.config.admin | default dict) "listen") }}
 {{- fail "\n\nmcpd: set the listen ports with mcpd.port and mcpd.adminPort, not mcpd.config.server.listen / mcpd.config.admin.listen (the container ports, probes and Services follow mcpd.port/adminPort)." }}
+{{- end }}
+{{- if .Values.skills.enabled }}
+{{- $s := .Values.skills }}
+{{- if and (not $s.configMap.name) (not $s.volume) }}
+{{- fail (printf "\n\nmcpd: skills.enabled needs the skill folders, mounted at %s: skills.configMap.name (an existing ConfigMap, with skills.configMap.items mapping its keys to <skill>/<path>) or skills.volume (a volume source, e.g. {persistentVolumeClaim: {claimName: mcpd-skills}})." (include "mcpd.skillsDir" .)) }}
+{{- end }}
+{{- if and $s.configMap.name $s.volume }}
+{{- fail "\n\nmcpd: set skills.configMap or skills.volume, not both (one directory holds the skills)." }}
+{{- end }}
+{{- if and $s.configMap.name (not $s.configMap.items) }}
+{{- fail "\n\nmcpd: skills.configMap.items is empty. A ConfigMap cannot hold folders, so each key must be mapped to its file's <skill>/<path>, e.g. [{key: pdf.SKILL.md, path: pdf/SKILL.md}]; mounted whole, every key would be a file at the top of the directory, in no skill folder." }}
+{{- end }}
+{{- if hasKey $s.volume "name" }}
+{{- fail "\n\nmcpd: skills.volume is a volume source without a name (the chart names the volume), e.g. {persistentVolumeClaim: {claimName: mcpd-skills}}." }}
+{{- end }}
+{{- if hasKey (.Values.mcpd.config.skills | default dict) "dir" }}
+{{- fail (printf "\n\nmcpd: skills.enabled sets skills.dir to %s, where the skills are mounted; remove mcpd.config.skills.dir." (include "mcpd.skillsDir" .)) }}
+{{- end }}
 {{- end }}
 {{- $tgps := include "mcpd.terminationGracePeriodSeconds" . | int }}
 {{- $needed := add (int .Values.lifecycle.preStopSleepSeconds) (int .Values.mcpd.shutdownGraceSeconds) }}
@@ -301,6 +324,9 @@ first, then sub-tables, both sorted; null values are left out (unset).
 {{- $clientIp := include "mcpd.clientIpHeader" . }}
 {{- if $clientIp }}{{ $_ := set $rl "client_ip_header" $clientIp }}{{ end }}
 {{- if $rl }}{{ $_ := set $cfg "rate_limit" $rl }}{{ end }}
+{{- if $v.skills.enabled }}
+{{- $_ := set $cfg "skills" (dict "dir" (include "mcpd.skillsDir" .) "reload_secs" (int $v.skills.reloadSecs)) }}
+{{- end }}
 {{- if $v.tracing.enabled }}
 {{- $_ := set $cfg "tracing" (dict "otlp_endpoint" $v.tracing.otlpEndpoint "service_name" ($v.tracing.serviceName | default (include "mcpd.fullname" .)) "sample_ratio" $v.tracing.sampleRatio) }}
 {{- end }}
