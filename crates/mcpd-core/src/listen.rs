@@ -1,9 +1,12 @@
 //! `subscriptions/listen` (2026-07-28): one actor per open listen stream. It
 //! acknowledges what it will deliver, then forwards the catalogue changes
 //! the client asked for, each tagged with the subscription id, until the
-//! client closes the stream.
+//! client closes the stream. With the Tasks extension on, it also watches
+//! the tasks the client names (`taskIds`) that are the client's own: each
+//! gets `notifications/tasks` with the task as `tasks/get` answers it, once
+//! at once and then at every change, up to its end.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -11,12 +14,22 @@ use bytes::Bytes;
 use mcpd_protocol::jsonrpc;
 use mcpd_protocol::methods::{self as m, meta};
 use mcpd_protocol::types::{JsonObject, ListenResult, ResultType};
-use mcpd_protocol::RequestId;
+use mcpd_protocol::{ErrorObject, RequestId};
+use mcpd_store::TaskId;
 use serde_json::Value;
 
+use crate::caller::Caller;
 use crate::feed::{ChangeFeed, Changed, EndListen};
 use crate::registry::Change;
 use crate::stream::{StreamItem, StreamSender, TrySendError};
+use crate::tasks::{TaskNews, Tasks};
+
+/// At most this many task ids per listen are watched (more are left out
+/// of the acknowledgement).
+pub const MAX_TASK_IDS: usize = 100;
+
+/// The method of a task status notification.
+pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
 
 /// The notifications a listener asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,10 +38,14 @@ pub struct ListenFilter {
     pub prompts: bool,
     pub resources: bool,
     pub uris: HashSet<String>,
+    /// The tasks asked for, in the order asked, without repeats.
+    pub task_ids: Vec<TaskId>,
 }
 
 impl ListenFilter {
-    pub fn from_params(params: Option<&JsonObject>) -> Self {
+    /// The filter of a listen request; `taskIds` that is not a list of
+    /// strings is `-32602`.
+    pub fn from_params(params: Option<&JsonObject>) -> Result<Self, ErrorObject> {
         let n = params
             .and_then(|p| p.get("notifications"))
             .and_then(Value::as_object);
@@ -47,16 +64,41 @@ impl ListenFilter {
                     .collect()
             })
             .unwrap_or_default();
-        Self {
+        let mut task_ids: Vec<TaskId> = Vec::new();
+        match n.and_then(|n| n.get("taskIds")) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(ids)) => {
+                for id in ids {
+                    let Value::String(id) = id else {
+                        return Err(ErrorObject::invalid_params(
+                            "notifications.taskIds must be a list of task ids (strings)",
+                        ));
+                    };
+                    let id = TaskId::from(id.as_str());
+                    if !id.is_empty() && id.len() <= 256 && !task_ids.contains(&id) {
+                        task_ids.push(id);
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(ErrorObject::invalid_params(
+                    "notifications.taskIds must be a list of task ids (strings)",
+                ))
+            }
+        }
+        task_ids.truncate(MAX_TASK_IDS);
+        Ok(Self {
             tools: flag("toolsListChanged"),
             prompts: flag("promptsListChanged"),
             resources: flag("resourcesListChanged"),
             uris,
-        }
+            task_ids,
+        })
     }
 
-    /// What will be honoured, as the acknowledgement states it.
-    fn honoured(&self) -> Value {
+    /// What will be honoured, as the acknowledgement states it (`tasks`:
+    /// the task ids that are watched).
+    fn honoured(&self, tasks: &[TaskId]) -> Value {
         let mut n = JsonObject::new();
         if self.tools {
             n.insert("toolsListChanged".into(), Value::Bool(true));
@@ -74,6 +116,10 @@ impl ListenFilter {
                 "resourceSubscriptions".into(),
                 Value::Array(uris.into_iter().map(|u| Value::from(u.as_str())).collect()),
             );
+        }
+        if !tasks.is_empty() {
+            let ids = tasks.iter().map(|t| Value::from(t.as_str())).collect();
+            n.insert("taskIds".into(), Value::Array(ids));
         }
         Value::Object(n)
     }
@@ -110,6 +156,10 @@ pub struct ListenActor {
     writer: StreamSender,
     feed: Arc<ChangeFeed>,
     key: u64,
+    /// The task service and who listens (whose tasks may be watched).
+    tasks: Option<(Arc<Tasks>, Caller)>,
+    /// The tasks watched, with what was last sent of each.
+    watched: HashMap<TaskId, Option<Arc<Value>>>,
 }
 
 impl ListenActor {
@@ -118,6 +168,7 @@ impl ListenActor {
         filter: ListenFilter,
         writer: StreamSender,
         feed: Arc<ChangeFeed>,
+        tasks: Option<(Arc<Tasks>, Caller)>,
     ) -> Self {
         Self {
             id,
@@ -125,7 +176,52 @@ impl ListenActor {
             writer,
             feed,
             key: 0,
+            tasks,
+            watched: HashMap::new(),
         }
+    }
+
+    /// The acknowledgement (the stream's first message), then what each
+    /// watched task is now.
+    fn acknowledge(&mut self, snapshots: Vec<TaskNews>, ctx: &mut Context<Self>) {
+        let ids: Vec<TaskId> = snapshots.iter().map(|n| n.id.clone()).collect();
+        if let Some((tasks, _)) = &self.tasks {
+            for id in &ids {
+                tasks
+                    .watch()
+                    .add(id.clone(), self.key, ctx.address().recipient());
+                self.watched.insert(id.clone(), None);
+            }
+        }
+        let mut ack = JsonObject::new();
+        ack.insert("notifications".into(), self.filter.honoured(&ids));
+        self.send(m::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack, ctx);
+        for news in snapshots {
+            self.task_news(news, ctx);
+        }
+    }
+
+    /// Sends what `news` says of a watched task, unless it was sent
+    /// already; a task that ended is watched no longer.
+    fn task_news(&mut self, news: TaskNews, ctx: &mut Context<Self>) {
+        let Some(last) = self.watched.get_mut(&news.id) else {
+            return;
+        };
+        if last.as_deref() == Some(&*news.task) {
+            return;
+        }
+        *last = Some(news.task.clone());
+        if news.terminal {
+            self.watched.remove(&news.id);
+            if let Some((tasks, _)) = &self.tasks {
+                tasks.watch().remove(&news.id, self.key);
+            }
+        }
+        let params = match &*news.task {
+            Value::Object(o) => o.clone(),
+            _ => return,
+        };
+        self.send(NOTIFICATION_TASKS, params, ctx);
     }
 
     /// `_meta` of everything this subscription sends: its id.
@@ -166,9 +262,26 @@ impl Actor for ListenActor {
             addr.recipient(),
             self.filter.wants_resources(),
         );
-        let mut ack = JsonObject::new();
-        ack.insert("notifications".into(), self.filter.honoured());
-        self.send(m::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack, ctx);
+        match (&self.tasks, self.filter.task_ids.is_empty()) {
+            (Some((tasks, caller)), false) => {
+                // Only the caller's own tasks are watched (the others are
+                // left out of the acknowledgement, as unknown ones are).
+                let (tasks, caller, ids) =
+                    (tasks.clone(), caller.clone(), self.filter.task_ids.clone());
+                let read = async move {
+                    let mut found = Vec::new();
+                    for id in &ids {
+                        found.extend(tasks.news_for(id, &caller).await);
+                    }
+                    found
+                };
+                ctx.wait(
+                    read.into_actor(self)
+                        .map(|found, act, ctx| act.acknowledge(found, ctx)),
+                );
+            }
+            _ => self.acknowledge(Vec::new(), ctx),
+        }
         let writer = self.writer.clone();
         ctx.spawn(
             async move { writer.closed().await }
@@ -179,6 +292,11 @@ impl Actor for ListenActor {
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
         self.feed.remove_listener(self.key);
+        if let Some((tasks, _)) = &self.tasks {
+            for id in self.watched.keys() {
+                tasks.watch().remove(id, self.key);
+            }
+        }
     }
 }
 
@@ -210,5 +328,59 @@ impl Handler<Changed> for ListenActor {
         if let Some((method, params)) = self.filter.wants(&msg.0) {
             self.send(method, params, ctx);
         }
+    }
+}
+
+impl Handler<TaskNews> for ListenActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: TaskNews, ctx: &mut Context<Self>) {
+        self.task_news(msg, ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn filter(n: Value) -> Result<ListenFilter, ErrorObject> {
+        let params = json!({ "notifications": n });
+        ListenFilter::from_params(params.as_object())
+    }
+
+    #[test]
+    fn task_ids_are_read_once_each_bounded_and_must_be_strings() {
+        let f = filter(json!({"taskIds": ["a", "b", "a", "", "x".repeat(257)]})).unwrap();
+        assert_eq!(f.task_ids, [TaskId::from("a"), TaskId::from("b")]);
+        let many: Vec<String> = (0..MAX_TASK_IDS + 5).map(|i| format!("t{i}")).collect();
+        assert_eq!(
+            filter(json!({ "taskIds": many })).unwrap().task_ids.len(),
+            MAX_TASK_IDS
+        );
+        for bad in [
+            json!({"taskIds": "a"}),
+            json!({"taskIds": [1]}),
+            json!({"taskIds": {}}),
+        ] {
+            let e = filter(bad.clone()).unwrap_err();
+            assert_eq!(e.code, mcpd_protocol::ErrorCode::INVALID_PARAMS, "{bad}");
+        }
+        assert!(filter(json!({"taskIds": null}))
+            .unwrap()
+            .task_ids
+            .is_empty());
+    }
+
+    #[test]
+    fn the_acknowledgement_names_only_what_is_honoured() {
+        let f = filter(json!({"toolsListChanged": true, "taskIds": ["a", "b"], "future": true}))
+            .unwrap();
+        assert_eq!(
+            f.honoured(&[TaskId::from("b")]),
+            json!({"toolsListChanged": true, "taskIds": ["b"]})
+        );
+        assert_eq!(f.honoured(&[]), json!({"toolsListChanged": true}));
     }
 }

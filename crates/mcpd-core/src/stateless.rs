@@ -26,6 +26,7 @@ use mcpd_protocol::types::{stamp_result, DiscoverResult, JsonObject};
 use mcpd_protocol::{ErrorCode, ErrorObject, Method};
 use serde_json::Value;
 
+use crate::caller::Caller;
 use crate::dispatch::McpServer;
 use crate::feed::ChangeFeed;
 use crate::handler::CacheHints;
@@ -143,11 +144,17 @@ impl Stateless {
         )
     }
 
-    /// `subscriptions/listen`: a stream of the changes the client asked for.
-    pub fn listen(self: &Arc<Self>, req: Request) -> StreamReceiver {
+    /// `subscriptions/listen`: a stream of the changes the client asked
+    /// for (and of `caller`'s tasks it names, where tasks are on).
+    pub fn listen(
+        self: &Arc<Self>,
+        req: Request,
+        filter: ListenFilter,
+        caller: Caller,
+    ) -> StreamReceiver {
         let (tx, rx) = self.channel();
-        let filter = ListenFilter::from_params(req.params.as_ref());
-        ListenActor::new(req.id, filter, tx, self.feed.clone()).start();
+        let tasks = self.tasks.clone().map(|t| (t, caller));
+        ListenActor::new(req.id, filter, tx, self.feed.clone(), tasks).start();
         rx
     }
 }

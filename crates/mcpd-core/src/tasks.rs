@@ -29,6 +29,7 @@ mod runner;
 mod serve;
 #[cfg(test)]
 mod tests;
+mod watch;
 mod wire;
 
 use std::collections::HashMap;
@@ -50,6 +51,8 @@ use crate::handler::{TaskPolicy, TaskSupport};
 
 pub use clock::now_ms;
 pub(crate) use peer::TaskPeer;
+use watch::WatchedStore;
+pub use watch::{TaskNews, TaskWatch};
 pub use wire::iso8601;
 
 /// What the failure of a task whose runner stopped says.
@@ -124,11 +127,15 @@ impl RunningTask {
 
 /// The task service of one process (main endpoint).
 pub struct Tasks {
+    /// The store, through [`WatchedStore`]: a write that changes a task
+    /// calls [`Tasks::changed`].
     store: Arc<dyn TaskStore>,
     cluster: Arc<dyn Cluster>,
     server: Arc<McpServer>,
     cfg: TaskConfig,
     local: Mutex<HashMap<TaskId, Arc<RunningTask>>>,
+    /// This replica's listen streams that watch tasks.
+    watch: Arc<TaskWatch>,
 }
 
 /// What a request gets while the task store is away.
@@ -143,13 +150,50 @@ impl Tasks {
         server: Arc<McpServer>,
         cfg: TaskConfig,
     ) -> Arc<Self> {
-        Arc::new(Self {
-            store,
+        let watched = Arc::new(WatchedStore::new(store));
+        let this = Arc::new(Self {
+            store: watched.clone(),
             cluster,
             server,
             cfg,
             local: Mutex::default(),
-        })
+            watch: Arc::default(),
+        });
+        let weak = Arc::downgrade(&this);
+        watched.on_change(Arc::new(move |id| {
+            if let Some(tasks) = weak.upgrade() {
+                tasks.changed(id);
+            }
+        }));
+        this
+    }
+
+    /// Task `id` changed: this replica's watchers read it, and so do the
+    /// other replicas' when replicas share the store.
+    fn changed(&self, id: &TaskId) {
+        self.watch.poke(id, self.store.clone());
+        if self.cluster.shared() {
+            let from = self.cluster.replica().clone();
+            let msg = crate::cluster::Control::TaskChanged {
+                id: id.clone(),
+                from,
+            };
+            self.cluster.publish(None, msg);
+        }
+    }
+
+    /// The listen streams' watch of tasks.
+    pub fn watch(&self) -> &Arc<TaskWatch> {
+        &self.watch
+    }
+
+    /// Task `id` as `tasks/get` would answer `caller` now, if `caller` may
+    /// see it (a listen stream watches only those).
+    pub async fn news_for(&self, id: &TaskId, caller: &crate::caller::Caller) -> Option<TaskNews> {
+        let rec = self.store.get(id).await.ok()??;
+        let mine = rec.task.owner == caller.principal.as_deref().unwrap_or("")
+            && caller.sees_tool(&rec.task.tool);
+        mine.then(|| TaskNews::of(&rec))
     }
 
     pub fn config(&self) -> &TaskConfig {

@@ -56,6 +56,9 @@ pub enum Control {
     /// Task `id`, which the addressed replica runs, was answered or
     /// cancelled: read its record.
     Task { id: TaskId },
+    /// Task `id`'s status changed (broadcast): replicas whose listen
+    /// streams watch it read its record.
+    TaskChanged { id: TaskId, from: ReplicaId },
 }
 
 impl Control {
@@ -70,7 +73,7 @@ impl Control {
             | Control::Tail { s, .. }
             | Control::GetMoved { s, .. }
             | Control::Gone { s, .. } => Some(s),
-            Control::Ack { .. } | Control::Task { .. } => None,
+            Control::Ack { .. } | Control::Task { .. } | Control::TaskChanged { .. } => None,
         }
     }
 

@@ -108,6 +108,13 @@ fn every_control_message_has_a_fixed_wire_form_and_reads_back() {
             Control::Task { id: "t1".into() },
             json!({"t": "task", "id": "t1"}),
         ),
+        (
+            Control::TaskChanged {
+                id: "t1".into(),
+                from: "r1".into(),
+            },
+            json!({"t": "task_changed", "id": "t1", "from": "r1"}),
+        ),
     ];
     for (msg, wire) in cases {
         let bytes = msg.to_bytes();
@@ -139,6 +146,11 @@ fn a_control_message_names_its_session_unless_it_is_an_ack_or_a_task() {
     );
     assert_eq!(about(Control::Ack { ack: 1 }), None);
     assert_eq!(about(Control::Task { id: "t".into() }), None);
+    let changed = Control::TaskChanged {
+        id: "t".into(),
+        from: rid("r"),
+    };
+    assert_eq!(about(changed), None);
 }
 
 #[test]

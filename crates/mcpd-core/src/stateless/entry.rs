@@ -18,6 +18,7 @@ use super::answer::Answer;
 use super::{Stateless, StatelessMeta};
 use crate::caller::Caller;
 use crate::dispatch::route::{Era, Route};
+use crate::listen::ListenFilter;
 use crate::stream::{StreamItem, StreamReceiver};
 
 impl Stateless {
@@ -47,15 +48,17 @@ impl Stateless {
                 watch().ok();
                 Answer::Stream(self.answered(&req.id, Ok(self.discover())))
             }
-            // Task status notifications are not offered (the ack names
-            // none), but asking for them needs the extension declared.
+            // Task status notifications need the extension declared.
             Route::Listen if self.tasks.is_some() && asks_task_ids(&req) && !declares_tasks() => {
                 refuse(ErrorObject::missing_extension(m::TASKS_EXTENSION))
             }
-            Route::Listen => {
-                watch().ok();
-                Answer::Stream(self.listen(req))
-            }
+            Route::Listen => match ListenFilter::from_params(req.params.as_ref()) {
+                Err(e) => refuse(e),
+                Ok(filter) => {
+                    watch().ok();
+                    Answer::Stream(self.listen(req, filter, caller))
+                }
+            },
             // -32021 for a request that does not declare the extension,
             // before its task id is looked at.
             Route::Tasks(_) if !declares_tasks() => {

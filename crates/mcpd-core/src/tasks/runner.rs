@@ -68,12 +68,20 @@ impl Tasks {
 
     /// A control message for the task service (`false`: not one).
     pub fn on_control(self: &Arc<Self>, msg: &Control) -> bool {
-        let Control::Task { id } = msg else {
-            return false;
-        };
-        let (this, id) = (self.clone(), id.clone());
-        actix::spawn(async move { this.sync(&id).await });
-        true
+        match msg {
+            Control::Task { id } => {
+                let (this, id) = (self.clone(), id.clone());
+                actix::spawn(async move { this.sync(&id).await });
+                true
+            }
+            Control::TaskChanged { id, from } => {
+                if from != self.cluster.replica() {
+                    self.watch.poke(id, self.store.clone());
+                }
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Every two seconds: reads the records of this replica's tasks (a
@@ -91,6 +99,11 @@ impl Tasks {
                 this.store.purge();
                 if !shared {
                     continue;
+                }
+                // A change announced while the bus was away is not lost
+                // to the watchers: they read again every tick.
+                for id in this.watch.watched() {
+                    this.watch.poke(&id, this.store.clone());
                 }
                 let mine: Vec<TaskId> = this.locals().keys().cloned().collect();
                 for id in mine {

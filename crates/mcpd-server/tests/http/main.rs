@@ -92,6 +92,7 @@ mod startup;
 mod stateless;
 mod store_cost;
 mod tasks;
+mod tasks_notify;
 mod tasks_scaleout;
 mod tool_macro;
 mod tracing;

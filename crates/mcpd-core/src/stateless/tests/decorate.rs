@@ -11,10 +11,12 @@ use crate::caller::Caller;
 
 /// The six cacheable results carry `ttlMs` and `cacheScope` when complete
 /// (§4.3: `server/discover`, `tools/list`, `prompts/list`,
-/// `resources/list`, `resources/templates/list`, `resources/read`); no
-/// other method's result does.
+/// `resources/list`, `resources/templates/list`, `resources/read`), and so
+/// do the Skills extension's two (`skills/list`, `skills/get`: their
+/// results extend `CacheableResult`, SEP-2640); no other method's result
+/// does.
 #[test]
-fn only_the_six_cacheable_results_carry_cache_hints() {
+fn only_the_cacheable_results_carry_cache_hints() {
     let s = stateless(false);
     let cacheable = [
         m::SERVER_DISCOVER,
@@ -23,6 +25,8 @@ fn only_the_six_cacheable_results_carry_cache_hints() {
         m::RESOURCES_LIST,
         m::RESOURCES_TEMPLATES_LIST,
         m::RESOURCES_READ,
+        m::SKILLS_LIST,
+        m::SKILLS_GET,
     ];
     let stateless_era = Method::ALL.iter().filter(|m| m.info().in_stateless_era());
     for &method in stateless_era {
