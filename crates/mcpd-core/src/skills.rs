@@ -6,7 +6,11 @@
 //! Skills come from the Rust API ([`Skills::add`]) or a directory
 //! ([`Skills::load_dir`], which a server reloads when the directory
 //! changes: a ConfigMap volume updated in place). A skill is checked when
-//! it is made (`skills/skill.rs`), so every entry served is valid.
+//! it is made (`skills/skill.rs`), so every entry served is valid. The
+//! gateway adds each upstream's skills as it lists them
+//! ([`Skills::set_upstream`]): their entries are served as the upstream
+//! gave them, after this server's own, and a directory of theirs is read
+//! from the upstream ([`SkillSource`]).
 //!
 //! Layout: `skills/skill.rs` is one skill; `skills/frontmatter.rs` reads a
 //! `SKILL.md`'s frontmatter; `skills/dir.rs` loads a directory.
@@ -25,7 +29,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use mcpd_protocol::types::{
     GetSkillResult, ListSkillsResult, ReadDirectoryResult, Resource, ResourceContents,
-    SkillsSettings, DIRECTORY_MIME_TYPE,
+    Skill as SkillEntry, SkillsSettings, DIRECTORY_MIME_TYPE,
 };
 use mcpd_protocol::ErrorObject;
 
@@ -36,6 +40,24 @@ use crate::context::RequestContext;
 use crate::handler::ResourceProvider;
 use crate::paging::page;
 
+/// Where an upstream's skills live (the gateway's upstream).
+#[async_trait]
+pub trait SkillSource: Send + Sync + 'static {
+    /// `resources/directory/read` of one of the source's directories.
+    async fn read_directory(
+        &self,
+        uri: &str,
+        cursor: Option<&str>,
+    ) -> Result<ReadDirectoryResult, ErrorObject>;
+}
+
+/// One upstream's skills, as it listed them.
+struct Upstream {
+    id: String,
+    entries: Vec<SkillEntry>,
+    source: Arc<dyn SkillSource>,
+}
+
 /// The skills a server offers. Cloning shares them.
 #[derive(Clone, Default)]
 pub struct Skills {
@@ -43,6 +65,8 @@ pub struct Skills {
     /// The extension is declared (set by the first skill, or by a skills
     /// directory even while it is empty).
     offered: Arc<AtomicBool>,
+    /// Upstreams' skills, by upstream, in the order they were added.
+    upstreams: Arc<RwLock<Vec<Upstream>>>,
 }
 
 impl Skills {
@@ -85,9 +109,64 @@ impl Skills {
         self.offered.store(true, Ordering::Relaxed);
     }
 
-    /// Whether the server declares the extension.
+    /// Whether the server declares the extension: it has skills of its
+    /// own (or a skills directory), or an upstream listed some.
     pub fn offered(&self) -> bool {
         self.offered.load(Ordering::Relaxed)
+            || self
+                .upstreams
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|u| !u.entries.is_empty())
+    }
+
+    /// Upstream `id`'s skills are now `entries` (none: it has no more),
+    /// read through `source`. Entries whose URI this server serves itself
+    /// are left out (its own skill wins).
+    pub fn set_upstream(&self, id: &str, entries: Vec<SkillEntry>, source: Arc<dyn SkillSource>) {
+        let mut ups = self.upstreams.write().unwrap_or_else(|p| p.into_inner());
+        match ups.iter_mut().find(|u| u.id == id) {
+            Some(u) => {
+                u.entries = entries;
+                u.source = source;
+            }
+            None => ups.push(Upstream {
+                id: id.to_owned(),
+                entries,
+                source,
+            }),
+        }
+    }
+
+    /// Every entry: this server's skills, then each upstream's (an
+    /// upstream's entry whose URI is already served is left out).
+    fn entries(&self) -> Vec<SkillEntry> {
+        let mut out: Vec<SkillEntry> = self.snapshot().iter().map(|s| s.entry()).collect();
+        let ups = self.upstreams.read().unwrap_or_else(|p| p.into_inner());
+        for e in ups.iter().flat_map(|u| &u.entries) {
+            if !out.iter().any(|o| o.uri == e.uri) {
+                out.push(e.clone());
+            }
+        }
+        out
+    }
+
+    /// The upstream whose skill tree holds `uri`, if any.
+    pub fn source_of(&self, uri: &str) -> Option<Arc<dyn SkillSource>> {
+        let dir = uri.trim_end_matches('/');
+        let ups = self.upstreams.read().unwrap_or_else(|p| p.into_inner());
+        ups.iter()
+            .find(|u| {
+                u.entries.iter().any(|e| {
+                    let root = e
+                        .uri
+                        .strip_suffix(&format!("/{SKILL_MD}"))
+                        .unwrap_or(&e.uri);
+                    dir == root || dir.starts_with(&format!("{root}/"))
+                })
+            })
+            .map(|u| u.source.clone())
     }
 
     /// The settings declared under the extension's id.
@@ -111,8 +190,7 @@ impl Skills {
         cursor: Option<&str>,
         page_size: usize,
     ) -> Result<ListSkillsResult, ErrorObject> {
-        let entries = self.snapshot().iter().map(|s| s.entry()).collect();
-        let (skills, next_cursor) = page("skills", entries, cursor, page_size)?;
+        let (skills, next_cursor) = page("skills", self.entries(), cursor, page_size)?;
         Ok(ListSkillsResult {
             skills,
             next_cursor,
@@ -121,10 +199,10 @@ impl Skills {
 
     /// `skills/get`: the skill whose `SKILL.md` is `uri`.
     pub fn get(&self, uri: &str) -> Result<GetSkillResult, ErrorObject> {
-        self.snapshot()
-            .iter()
-            .find(|s| s.uri() == uri)
-            .map(|s| GetSkillResult { skill: s.entry() })
+        self.entries()
+            .into_iter()
+            .find(|s| s.uri == uri)
+            .map(|skill| GetSkillResult { skill })
             .ok_or_else(|| {
                 ErrorObject::invalid_params(format!(
                     "No skill is served at {uri}: skills/get takes a SKILL.md URI that skills/list gives"

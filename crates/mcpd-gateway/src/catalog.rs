@@ -1,5 +1,5 @@
-//! Aggregation: an upstream's tools, prompts and resources in mcpd's own
-//! catalogue, so one session on `/mcp` sees every upstream (and the
+//! Aggregation: an upstream's tools, prompts, resources and skills in
+//! mcpd's own catalogue, so one session on `/mcp` sees every upstream (and the
 //! built-in sets) together. Tool and prompt names get the `{id}__` prefix
 //! so they never collide; resource URIs stay as they are. When the
 //! upstream says its lists changed (or it restarts), they are read again.
@@ -11,7 +11,7 @@ use mcpd_core::handler::{DynTool, PromptProvider, ResourceProvider, Tool, ToolEr
 use mcpd_core::{McpServer, RequestContext};
 use mcpd_protocol::types::{
     CallToolResult, CompleteParams, CompleteResult, CompletionArgument, CompletionRef,
-    GetPromptParams, GetPromptResult, InitializeResult, JsonObject, ListParams, ListPromptsResult,
+    GetPromptParams, GetPromptResult, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt, ReadResourceResult,
     Resource, ResourceContents, ResourceTemplate, Tool as ToolDef, UriParams,
 };
@@ -21,6 +21,11 @@ use serde_json::Value;
 use crate::forward::Upstream;
 use crate::upstream::Event;
 use mcpd_core::Forward;
+
+mod pages;
+mod skills;
+
+use pages::{all_pages, params_of, read};
 
 #[derive(Default)]
 struct Lists {
@@ -134,83 +139,6 @@ fn spawn_refresh(cat: Arc<Catalog>) {
     });
 }
 
-/// A list result, read page by page.
-trait ListPage: serde::de::DeserializeOwned {
-    type Item;
-    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
-}
-
-impl ListPage for ListToolsResult {
-    type Item = ToolDef;
-    fn into_parts(self) -> (Vec<ToolDef>, Option<String>) {
-        (self.tools, self.next_cursor)
-    }
-}
-
-impl ListPage for ListPromptsResult {
-    type Item = Prompt;
-    fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
-        (self.prompts, self.next_cursor)
-    }
-}
-
-impl ListPage for ListResourcesResult {
-    type Item = Resource;
-    fn into_parts(self) -> (Vec<Resource>, Option<String>) {
-        (self.resources, self.next_cursor)
-    }
-}
-
-impl ListPage for ListResourceTemplatesResult {
-    type Item = ResourceTemplate;
-    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
-        (self.resource_templates, self.next_cursor)
-    }
-}
-
-/// A typed value as request params.
-fn params_of(p: &impl serde::Serialize) -> Option<JsonObject> {
-    match serde_json::to_value(p) {
-        Ok(Value::Object(o)) => Some(o),
-        _ => None,
-    }
-}
-
-/// An upstream's answer, read as the result `method` has.
-fn read<T: serde::de::DeserializeOwned>(
-    up: &Upstream,
-    method: &str,
-    v: Value,
-) -> Result<T, ErrorObject> {
-    serde_json::from_value(v).map_err(|e| {
-        ErrorObject::internal(format!(
-            "upstream '{}' answered {method} with an unreadable result: {e}",
-            up.id()
-        ))
-    })
-}
-
-/// Every page of a list method.
-async fn all_pages<P: ListPage>(up: &Upstream, method: &str) -> Result<Vec<P::Item>, ErrorObject> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..1000 {
-        let params = cursor.take().and_then(|cursor| {
-            params_of(&ListParams {
-                cursor: Some(cursor),
-            })
-        });
-        let page: P = read(up, method, up.call(method, params, None).await?)?;
-        let (items, next) = page.into_parts();
-        out.extend(items);
-        match next {
-            Some(c) if !c.is_empty() => cursor = Some(c),
-            _ => break,
-        }
-    }
-    Ok(out)
-}
-
 impl Catalog {
     async fn refresh(self: &Arc<Self>) -> Result<(), ErrorObject> {
         let Some(server) = self.server.upgrade() else {
@@ -242,6 +170,7 @@ impl Catalog {
             ),
             None => (Vec::new(), Vec::new()),
         };
+        skills::refresh(&self.up, &init, &server).await?;
         let mut names = Vec::new();
         let mut defs: Vec<DynTool> = Vec::new();
         for mut def in tools {

@@ -122,11 +122,15 @@ impl McpServer {
                 Some(Method::ResourcesDirectoryRead) => {
                     let ReadDirectoryParams { uri, cursor } = parse_params(p)?;
                     let skills = this.registry.skills();
-                    to_json(&skills.read_directory(
-                        &uri,
-                        cursor.as_deref(),
-                        this.registry.page_size(),
-                    )?)
+                    let size = this.registry.page_size();
+                    match skills.read_directory(&uri, cursor.as_deref(), size) {
+                        Ok(dir) => to_json(&dir),
+                        // Not one of ours: an upstream's, if its skills hold it.
+                        Err(e) => match skills.source_of(&uri) {
+                            Some(up) => to_json(&up.read_directory(&uri, cursor.as_deref()).await?),
+                            None => Err(e),
+                        },
+                    }
                 }
                 _ => Err(ErrorObject::internal(format!(
                     "{method} is not a catalogue method (it was not routed first)"

@@ -445,3 +445,94 @@ async fn readyz_turns_200_only_once_the_aggregated_catalogue_is_loaded() {
         "the upstream's tools are listed at once: {names:?}"
     );
 }
+
+/// An upstream's skills (an `mcpd --stdio` serving a skills directory) on
+/// all three ways in: aggregated into `/mcp`'s `skills/list` (which then
+/// declares the extension) with the entry as the upstream gave it, its
+/// directories read from the upstream and its files read as resources;
+/// `skills/*` passed through on `/mcp/{id}` and with `server_id`.
+#[tokio::test]
+async fn an_upstream_s_skills_reach_every_way_in() {
+    let dir = TempDir::new("gw-skills");
+    let skills = dir.0.join("skills");
+    std::fs::create_dir_all(skills.join("deploy/checklists")).unwrap();
+    std::fs::write(
+        skills.join("deploy/SKILL.md"),
+        "---\nname: deploy\ndescription: Ship a release\n---\n\n# Deploy\n",
+    )
+    .unwrap();
+    std::fs::write(
+        skills.join("deploy/checklists/prod.md"),
+        "- tag\n- roll out\n",
+    )
+    .unwrap();
+    let mut up = inner(&dir, "inner", Share::Shared);
+    up.env.insert(
+        "MCPD_SKILLS_DIR".into(),
+        skills.to_string_lossy().into_owned(),
+    );
+    let s = gateway(vec![up]);
+    let mut c = s.client();
+    c.initialize().await;
+    // Aggregated: listed once the upstream's catalogue is loaded.
+    wait_aggregated(&c, "inner__echo").await;
+    let list = c.call("skills/list", json!({})).await;
+    assert_eq!(
+        list["skills"][0]["uri"], "skill://deploy/SKILL.md",
+        "{list}"
+    );
+    assert_eq!(list["skills"][0]["frontmatter"]["name"], "deploy");
+    let got = c
+        .call("skills/get", json!({"uri": "skill://deploy/SKILL.md"}))
+        .await;
+    assert_eq!(got["skill"], list["skills"][0]);
+    let root = c
+        .call("resources/directory/read", json!({"uri": "skill://deploy"}))
+        .await;
+    let names: Vec<&str> = root["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["SKILL.md", "checklists"], "{root}");
+    let file = c
+        .call(
+            "resources/read",
+            json!({"uri": "skill://deploy/checklists/prod.md"}),
+        )
+        .await;
+    assert_eq!(file["contents"][0]["text"], "- tag\n- roll out\n");
+    // A session made now declares the extension (the upstream's skills
+    // are listed).
+    let mut fresh = s.client();
+    let init = fresh.initialize().await;
+    assert_eq!(
+        init["capabilities"]["extensions"]["io.modelcontextprotocol/skills"],
+        json!({"directoryRead": true}),
+        "{init}"
+    );
+
+    // server_id: routed to the upstream.
+    let r = c
+        .post(&routed(90, "inner", "skills/list", json!({})))
+        .await
+        .last();
+    assert_eq!(
+        r["result"]["skills"][0]["uri"], "skill://deploy/SKILL.md",
+        "{r}"
+    );
+
+    // /mcp/inner: the upstream's own initialize and methods.
+    let mut p = McpClient::new(&format!("{}/inner", s.url));
+    let init = p.initialize().await;
+    assert!(
+        init["capabilities"]["extensions"]["io.modelcontextprotocol/skills"].is_object(),
+        "{init}"
+    );
+    let list = p.call("skills/list", json!({})).await;
+    assert_eq!(
+        list["skills"][0]["uri"], "skill://deploy/SKILL.md",
+        "{list}"
+    );
+}
