@@ -1,12 +1,21 @@
 //! A stdio upstream: the child process mcpd runs, one JSON-RPC message per
 //! line each way, its stderr in mcpd's log under the upstream's id, its
 //! exit reported as the link going down (the actor then restarts it with
-//! backoff). Dropping the link kills the child.
+//! backoff). Dropping the link stops the child.
+//!
+//! The child runs in a process group of its own, and it is the group that
+//! is stopped: `command = "npx"` starts `npm exec`, which starts `sh`,
+//! which starts `node`, and stopping only the first would leave the others
+//! running with no parent. Stopping is SIGTERM to the group, then SIGKILL
+//! to what is left after [`GRACE`]; a child that exits by itself has what
+//! it left behind in its group killed before it is started again.
 
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcpd_protocol::jsonrpc::Message;
+use rustix::process::{kill_process_group, Pid, Signal};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
@@ -20,11 +29,26 @@ use crate::config::UpstreamConfig;
 /// with a warning rather than queued without limit.
 const INPUT_QUEUE: usize = 256;
 
+/// How long a stopped child's process group has to exit after SIGTERM.
+pub const GRACE: Duration = Duration::from_secs(2);
+
 pub struct StdioLink {
     lines: mpsc::Sender<String>,
-    /// Dropping it kills the child.
+    /// Dropping it stops the child (see [`watch`]).
     _kill: oneshot::Sender<()>,
     upstream: Arc<str>,
+    /// The child's process group (its pid).
+    group: Option<Pid>,
+}
+
+impl Drop for StdioLink {
+    /// SIGTERM to the group at once (also when the process is exiting and
+    /// [`watch`] will not run again); `watch` sends SIGKILL after [`GRACE`].
+    fn drop(&mut self) {
+        if let Some(g) = self.group {
+            let _ = kill_process_group(g, Signal::TERM);
+        }
+    }
 }
 
 impl StdioLink {
@@ -37,6 +61,7 @@ impl StdioLink {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
         if let Some(dir) = &cfg.cwd {
             cmd.current_dir(dir);
@@ -49,17 +74,19 @@ impl StdioLink {
             child.stdout.take().ok_or("no stdout")?,
             child.stderr.take().ok_or("no stderr")?,
         );
+        let group = child.id().and_then(|id| Pid::from_raw(id as i32));
         let upstream = reporter.upstream.clone();
         let (lines, rx) = mpsc::channel(INPUT_QUEUE);
         let (kill, killed) = oneshot::channel();
         actix::spawn(write_lines(stdin, rx));
         actix::spawn(read_lines(stdout, reporter.clone()));
         actix::spawn(log_stderr(stderr, upstream.clone()));
-        actix::spawn(watch(child, killed, reporter));
+        actix::spawn(watch(child, group, killed, reporter));
         Ok(Self {
             lines,
             _kill: kill,
             upstream,
+            group,
         })
     }
 
@@ -108,18 +135,36 @@ async fn log_stderr(stderr: ChildStderr, upstream: Arc<str>) {
     }
 }
 
-/// The child's exit goes to the actor as the link going down; a kill (the
-/// link dropped) goes nowhere, since the actor already moved on.
-async fn watch(mut child: Child, killed: oneshot::Receiver<()>, reporter: Reporter) {
+/// The child's exit goes to the actor as the link going down; a stop (the
+/// link dropped: SIGTERM was sent to the group) goes nowhere, since the
+/// actor already moved on, and what is left of the group after [`GRACE`]
+/// is killed. Either way no process of the group outlives the link.
+async fn watch(
+    mut child: Child,
+    group: Option<Pid>,
+    killed: oneshot::Receiver<()>,
+    reporter: Reporter,
+) {
     let why = tokio::select! {
         status = child.wait() => match status {
             Ok(s) => format!("the process exited ({s})"),
             Err(e) => format!("the process could not be waited for: {e}"),
         },
         _ = killed => {
-            let _ = child.kill().await;
+            let _ = tokio::time::timeout(GRACE, child.wait()).await;
+            kill_group(group, &mut child).await;
             return;
         }
     };
+    kill_group(group, &mut child).await;
     reporter.down(why);
+}
+
+/// SIGKILL to the child's group (what it started, and itself if still
+/// there), then its exit collected.
+async fn kill_group(group: Option<Pid>, child: &mut Child) {
+    if let Some(g) = group {
+        let _ = kill_process_group(g, Signal::KILL);
+    }
+    let _ = child.kill().await;
 }

@@ -536,3 +536,75 @@ async fn an_upstream_s_skills_reach_every_way_in() {
         "{list}"
     );
 }
+
+/// Whether process `pid` is still running (a zombie is not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(") ").next().map(|r| !r.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// Waits until none of `pids` runs; panics naming the survivors.
+fn gone_within(pids: &[u32], what: &str) {
+    let deadline = Instant::now() + WAIT;
+    while pids.iter().any(|&p| running(p)) {
+        let alive: Vec<&u32> = pids.iter().filter(|&&p| running(p)).collect();
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still running: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// #33: an upstream's child runs in a process group of its own, and the
+/// whole group is stopped: a grandchild the upstream started (as `npx`
+/// starts `sh` and `node`) does not outlive the upstream's exit (it is
+/// killed before the restart) nor mcpd's stop.
+#[tokio::test]
+async fn an_upstream_s_whole_process_group_is_stopped() {
+    let dir = TempDir::new("gw-group");
+    let script = format!(
+        "sleep 300 & echo $! >> {d}/grandchildren; echo $$ >> {d}/pids; exec {bin} --stdio",
+        d = dir.0.display(),
+        bin = env!("CARGO_BIN_EXE_mcpd")
+    );
+    let mut up = UpstreamConfig::stdio("inner", "sh", &["-c", &script]);
+    up.env.insert("MCPD_LOG_LEVEL".into(), "warn".into());
+    let grandchildren = || -> Vec<u32> {
+        std::fs::read_to_string(dir.0.join("grandchildren"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let s = gateway(vec![up]);
+    let mut c = s.client();
+    c.initialize().await;
+    wait_aggregated(&c, "inner__echo").await;
+    let first = grandchildren();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(running(first[0]));
+
+    // The upstream dies: what it started goes with it, and it restarts.
+    let leader = pids(&dir)[0];
+    std::process::Command::new("kill")
+        .args(["-9", &leader.to_string()])
+        .status()
+        .unwrap();
+    gone_within(&first, "after the upstream died");
+    let deadline = Instant::now() + WAIT;
+    while grandchildren().len() < 2 {
+        assert!(Instant::now() < deadline, "the upstream was not restarted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_aggregated(&c, "inner__echo").await;
+
+    // mcpd stops: every process of the group goes.
+    let all = grandchildren();
+    let leaders = pids(&dir);
+    drop(s);
+    gone_within(&all, "after mcpd stopped");
+    gone_within(&leaders, "after mcpd stopped (the upstreams)");
+}
