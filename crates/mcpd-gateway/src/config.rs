@@ -107,6 +107,16 @@ impl UpstreamConfig {
         }
     }
 
+    /// A remote upstream at `url` (Streamable HTTP), defaults otherwise.
+    pub fn http(id: &str, url: &str) -> Self {
+        Self {
+            command: String::new(),
+            args: Vec::new(),
+            url: url.into(),
+            ..Self::stdio(id, "", &[])
+        }
+    }
+
     /// Checks one entry; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
         let id_ok = !self.id.is_empty()

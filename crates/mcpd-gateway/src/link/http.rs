@@ -71,6 +71,7 @@ impl HttpLink {
 
     /// POSTs one message; whatever comes back goes to the actor.
     pub async fn post(self: Arc<Self>, msg: Message) {
+        let unsent = msg.clone();
         let (request_id, is_init) = match &msg {
             Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
             _ => (None, false),
@@ -105,8 +106,9 @@ impl HttpLink {
             Err(e) => return fail(format!("cannot reach {}: {e}", self.url)),
         };
         if res.status().as_u16() == 404 && !is_init && get(&self.session).is_some() {
-            // The remote session is gone: reconnect (this request is lost).
-            self.reporter.down("the remote session ended (404)".into());
+            // The remote session is gone (the server restarted): the
+            // request never ran; the actor reconnects and sends it again.
+            self.reporter.session_ended(unsent);
             return;
         }
         if is_init {

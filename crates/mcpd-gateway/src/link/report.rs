@@ -27,6 +27,9 @@ pub enum LinkEvent {
     /// The link is lost (the child exited, the remote session ended, the
     /// handshake could not be sent).
     Down(String),
+    /// The remote session ended (404): `request` never ran, and may be
+    /// sent again on a new session.
+    SessionEnded { request: Message },
 }
 
 /// Where a link's reports go.
@@ -58,6 +61,14 @@ impl Reporter {
     /// Reports messages at once (a single answer: nothing to hold back).
     pub fn post(&self, messages: Vec<Message>, related: Option<u64>) {
         let event = LinkEvent::Received { messages, related };
+        self.to.do_send(Report {
+            gen: self.gen,
+            event,
+        });
+    }
+
+    pub fn session_ended(&self, request: Message) {
+        let event = LinkEvent::SessionEnded { request };
         self.to.do_send(Report {
             gen: self.gen,
             event,

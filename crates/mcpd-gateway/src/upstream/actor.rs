@@ -131,6 +131,17 @@ impl Handler<Report> for UpstreamActor {
                     self.went_down(why, ctx);
                 }
             }
+            LinkEvent::SessionEnded { request } => {
+                // Kept out of the failure of the session's other requests,
+                // then queued for the new session (once).
+                let again = self.routes.take_for_resend(&request);
+                if !self.life.is_down() {
+                    self.went_down("the remote session ended (404)".into(), ctx);
+                }
+                if let Some((id, call)) = again {
+                    self.routes.queue(id, call);
+                }
+            }
         }
     }
 }

@@ -39,6 +39,9 @@ pub(super) struct Routes {
     queued: Vec<(u64, Call)>,
     /// Callers waiting for the `initialize` result.
     handshakes: Vec<Reply>,
+    /// Calls sent again after a remote session ended under them (each is
+    /// sent again once at most).
+    resent: std::collections::HashSet<u64>,
 }
 
 impl Routes {
@@ -49,7 +52,35 @@ impl Routes {
             pending: HashMap::new(),
             queued: Vec::new(),
             handshakes: Vec::new(),
+            resent: Default::default(),
         }
+    }
+
+    /// `request` (ours) was refused with 404 by a remote server that lost
+    /// its session, so it never ran: the call to send again on the next
+    /// session, unless it was sent again once already (then it fails with
+    /// the session's other requests).
+    pub(super) fn take_for_resend(&mut self, request: &Message) -> Option<(u64, Call)> {
+        let Message::Request(r) = request else {
+            return None;
+        };
+        let id = match &r.id {
+            RequestId::Int(i) => u64::try_from(*i).ok()?,
+            RequestId::Str(_) => return None,
+        };
+        if !self.resent.insert(id) {
+            return None;
+        }
+        let Some(Waiting::Call { reply, ctx, .. }) = self.pending.remove(&id) else {
+            return None;
+        };
+        let call = Call {
+            method: r.method.clone(),
+            params: r.params.clone(),
+            ctx,
+            reply,
+        };
+        Some((id, call))
     }
 
     pub(super) fn next_id(&mut self) -> u64 {
@@ -132,7 +163,11 @@ impl Routes {
     /// id from before a restart.
     pub(super) fn answered(&mut self, id: &RequestId) -> Option<Waiting> {
         match id {
-            RequestId::Int(i) => self.pending.remove(&u64::try_from(*i).ok()?),
+            RequestId::Int(i) => {
+                let id = u64::try_from(*i).ok()?;
+                self.resent.remove(&id);
+                self.pending.remove(&id)
+            }
             RequestId::Str(_) => None,
         }
     }
@@ -141,18 +176,21 @@ impl Routes {
     /// hear it was cancelled).
     pub(super) fn abandon(&mut self, id: u64) -> bool {
         self.queued.retain(|(q, _)| *q != id);
+        self.resent.remove(&id);
         self.pending.remove(&id).is_some()
     }
 
     /// The link is lost: calls it carried fail with `sent`; calls and
     /// handshakes still waiting for it, with `unsent`.
     pub(super) fn fail_all(&mut self, sent: &ErrorObject, unsent: &ErrorObject) {
-        for (_, w) in self.pending.drain() {
+        for (id, w) in self.pending.drain() {
+            self.resent.remove(&id);
             if let Waiting::Call { reply, .. } = w {
                 let _ = reply.send(Err(sent.clone()));
             }
         }
-        for (_, call) in self.queued.drain(..) {
+        for (id, call) in self.queued.drain(..) {
+            self.resent.remove(&id);
             let _ = call.reply.send(Err(unsent.clone()));
         }
         for h in self.handshakes.drain(..) {

@@ -608,3 +608,54 @@ async fn an_upstream_s_whole_process_group_is_stopped() {
     gone_within(&all, "after mcpd stopped");
     gone_within(&leaders, "after mcpd stopped (the upstreams)");
 }
+
+/// An `mcpd` process serving `/mcp` on `port` (demo tools, memory store).
+fn remote_upstream(port: u16) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcpd"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("MCPD_LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("mcpd starts");
+    let deadline = Instant::now() + WAIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the upstream mcpd is not listening"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// #33: a remote upstream that restarted answers the next request of the
+/// old session 404; that request never ran, so it is sent again on a new
+/// session, and the caller gets its answer (not "the request was lost").
+#[tokio::test]
+async fn a_request_a_restarted_remote_upstream_refused_with_404_is_sent_again() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut first = remote_upstream(port);
+    let up = UpstreamConfig::http("far", &format!("http://127.0.0.1:{port}/mcp"));
+    let s = gateway(vec![up]);
+    let mut c = s.client();
+    c.initialize().await;
+    wait_aggregated(&c, "far__echo").await;
+    let echo = |m: &str| call_params("far__echo", json!({"message": m}), None);
+    assert_eq!(
+        tool_text(&c.call("tools/call", echo("before")).await),
+        "before"
+    );
+
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let mut second = remote_upstream(port);
+    let r = c.call("tools/call", echo("after")).await;
+    assert_eq!(tool_text(&r), "after", "{r}");
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
