@@ -7,7 +7,7 @@
 //!   contracts; [`StoreError`] (`error`): what every backend returns.
 //! - [`bus`]: the control bus between replicas; [`budget`]: byte budgets;
 //!   [`id`]: the typed ids (session, stream, replica, task).
-//! - [`memory`]: the in-memory backends (the default, single node).
+//! - [`memory`]: the in-memory backends (the default: one replica).
 //! - [`redis`]: Redis Streams and keys (shared by replicas, survives restarts).
 //! - [`tasks`]: durable task records (the Tasks extension).
 //!
