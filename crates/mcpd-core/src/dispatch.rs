@@ -40,7 +40,7 @@ pub struct McpServer {
     pub registry: Registry,
     pub limits: Limits,
     /// Upstreams by `server_id`, for requests that name one.
-    pub routes: std::collections::HashMap<String, Arc<dyn Forward>>,
+    pub upstreams: std::collections::HashMap<String, Arc<dyn Forward>>,
     /// A pass-through server: every request goes to this upstream.
     pub forward_all: Option<Arc<dyn Forward>>,
     /// Bytes queued on every SSE connection of this process
@@ -90,7 +90,7 @@ impl McpServer {
             buffers: mcpd_store::Budget::new(limits.buffer_bytes_total),
             warmup: Arc::default(),
             limits,
-            routes: Default::default(),
+            upstreams: Default::default(),
             forward_all: None,
         }
     }
@@ -134,7 +134,7 @@ impl McpServer {
 
     /// Every upstream this server forwards to.
     pub fn forwards(&self) -> impl Iterator<Item = &Arc<dyn Forward>> {
-        self.routes.values().chain(self.forward_all.iter())
+        self.upstreams.values().chain(self.forward_all.iter())
     }
 
     /// Runs one request. The future owns everything it needs, so a request
@@ -165,7 +165,7 @@ impl McpServer {
             ..
         } = req;
         let inner = match (server_id, &self.forward_all) {
-            (Some(id), _) => match self.routes.get(&id) {
+            (Some(id), _) => match self.upstreams.get(&id) {
                 Some(f) => forward(f.clone(), method, params, ctx),
                 // `route` refused it already.
                 None => Box::pin(std::future::ready(Err(ErrorObject::internal(format!(

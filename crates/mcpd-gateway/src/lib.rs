@@ -43,8 +43,9 @@ impl Gateway {
         }
     }
 
-    /// The `server_id` routes for [`mcpd_core::McpServer::routes`].
-    pub fn routes(&self) -> HashMap<String, Arc<dyn mcpd_core::Forward>> {
+    /// The upstreams by id, for [`mcpd_core::McpServer::upstreams`]
+    /// (`server_id`).
+    pub fn by_id(&self) -> HashMap<String, Arc<dyn mcpd_core::Forward>> {
         self.upstreams
             .iter()
             .map(|u| (u.id().to_owned(), u.clone() as Arc<dyn mcpd_core::Forward>))

@@ -13,12 +13,14 @@ use mcpd_store::RedisStore;
 use crate::config::Config;
 use crate::stores::Stores;
 
-/// The protocol core, without a transport.
-pub struct Core {
+/// One MCP endpoint without a transport: its core for each era, and the
+/// gateway's pass-through endpoints (`/mcp/{id}`) beside it.
+pub struct Endpoint {
+    /// The session era's core (and what both eras share).
     pub node: Arc<Node>,
     pub stateless: Arc<Stateless>,
-    /// Pass-through endpoints of the gateway: (upstream id, its core).
-    pub upstreams: Vec<(String, Core)>,
+    /// Pass-through endpoints of the gateway: (upstream id, its endpoint).
+    pub upstreams: Vec<(String, Endpoint)>,
     /// The Redis store the replicas share, when configured.
     pub redis: Option<Arc<RedisStore>>,
 }
@@ -26,7 +28,7 @@ pub struct Core {
 /// Builds the catalogue, stores, endpoint cores and stateless era from
 /// `config`, and starts background tasks (and the gateway's upstreams).
 /// Must be called inside an actix system.
-pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Core> {
+pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Endpoint> {
     build_on(config, Stores::open(config)?, extend)
 }
 
@@ -35,7 +37,7 @@ pub(crate) fn build_on(
     config: &Config,
     stores: Stores,
     extend: impl FnOnce(&Registry),
-) -> std::io::Result<Core> {
+) -> std::io::Result<Endpoint> {
     let stats = Arc::new(Stats::default());
     let registry = Registry::new(config.limits.page_size);
     let mut background = config.server.toolset.install(&registry, stats.clone());
@@ -56,7 +58,7 @@ pub(crate) fn build_on(
         config.admin.metrics_tools.clone(),
     ));
     let gateway = mcpd_gateway::Gateway::start(&config.upstream);
-    server.routes = gateway.routes();
+    server.upstreams = gateway.by_id();
     let metrics = server.metrics.clone();
     let server = Arc::new(server);
     for up in gateway.upstreams.iter().filter(|u| u.config().aggregate) {
@@ -133,7 +135,7 @@ fn core_for(
     stats: Arc<Stats>,
     stores: &Stores,
     tasks: Option<Arc<mcpd_core::Tasks>>,
-) -> Core {
+) -> Endpoint {
     let node = Node::new(
         server.clone(),
         stores.log.clone(),
@@ -150,7 +152,7 @@ fn core_for(
         mcpd_core::CacheHints::from(&config.stateless),
         tasks,
     );
-    Core {
+    Endpoint {
         node,
         stateless,
         upstreams: Vec::new(),

@@ -9,7 +9,7 @@
 //!   `conformance` with the off-by-default `conformance` feature;
 //! - `stores.rs`: the process's stores, opened once and shared by every
 //!   endpoint; `build.rs`: the catalogue, the gateway's upstreams and each
-//!   endpoint's protocol [`Core`] on those stores ([`build`]);
+//!   endpoint's protocol [`Endpoint`] on those stores ([`build`]);
 //! - `serve.rs`: the HTTP server around a core ([`serve`], [`Running`]),
 //!   with `auth.rs`, `tls.rs` and `admin.rs` (the admin listener);
 //!   [`stdio`]: the `--stdio` transport instead;
@@ -37,7 +37,7 @@ mod stores;
 mod tls;
 pub mod toolsets;
 
-pub use build::{build, Core};
+pub use build::{build, Endpoint};
 pub use config::{Cli, Config, StoreBackend, Transport};
 pub use mcpd_macros::tool;
 pub use serve::{serve, serve_with, Running};

@@ -1,4 +1,4 @@
-//! The HTTP server around a built [`Core`]: the main endpoint and the
+//! The HTTP server around a built [`Endpoint`]: the main endpoint and the
 //! gateway's pass-through endpoints, each with its security (auth, rate
 //! limits, scopes); a span and a metric per request; connection limits and
 //! timeouts; TLS; the admin listener; and the [`StopHandle`] that stops it
@@ -13,7 +13,7 @@ use mcpd_core::{Node, Registry};
 use mcpd_http::AppState;
 use tracing::Instrument;
 
-use crate::build::{build, Core};
+use crate::build::{build, Endpoint};
 use crate::config::{Config, ConfigError};
 use crate::shutdown::{self, StopHandle};
 use crate::{admin, auth, tls};
@@ -69,13 +69,13 @@ pub fn serve_with(
     serve_core(config, build(config, extend)?, listener)
 }
 
-/// Serves a built [`Core`] on `listener`.
+/// Serves a built [`Endpoint`] on `listener`.
 pub(crate) fn serve_core(
     config: &Config,
-    core: Core,
+    core: Endpoint,
     listener: TcpListener,
 ) -> std::io::Result<Running> {
-    let Core {
+    let Endpoint {
         node,
         stateless,
         upstreams,

@@ -80,7 +80,7 @@ impl McpServer {
     /// A request for an upstream: there, if it exists.
     fn to_upstream(&self, req: &Request) -> Route {
         match &req.server_id {
-            Some(id) if !self.routes.contains_key(id) => Route::Refuse(match req.kind {
+            Some(id) if !self.upstreams.contains_key(id) => Route::Refuse(match req.kind {
                 // A method MCP does not have is the first thing wrong.
                 None => ErrorObject::method_not_found(&req.method),
                 Some(_) => ErrorObject::new(ErrorCode(-32001), format!("Server '{id}' not found")),
