@@ -204,7 +204,7 @@ impl Lifecycle {
             .unwrap_or_else(|| Arc::from(""));
         let version = ProtocolVersion::negotiate(&p.protocol_version);
         let mut record = SessionRecord::new(version, p.capabilities, p.client_info);
-        record.owner = caller.principal.as_deref().map(str::to_owned);
+        record.principal = caller.principal.as_deref().map(str::to_owned);
         record.client = Some(client.to_string());
         let bytes = record.to_bytes();
         if bytes.len() > MAX_CLIENT_INFO_BYTES {

@@ -71,7 +71,7 @@ impl SessionTable {
         id: SessionId,
         record: SessionRecord,
     ) -> SessionHandle {
-        let (version, owner) = (record.version, record.owner.as_deref().map(Arc::from));
+        let (version, principal) = (record.version, record.principal.as_deref().map(Arc::from));
         let client = self.join(record.client.as_deref().unwrap_or(""));
         self.env.log.assign(&id, &client.key);
         let limits = &self.env.server.limits;
@@ -88,7 +88,7 @@ impl SessionTable {
         let handle = SessionHandle::new(
             id.clone(),
             version,
-            owner,
+            principal,
             addr,
             self.overloads.clone(),
             client,

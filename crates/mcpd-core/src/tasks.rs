@@ -191,7 +191,7 @@ impl Tasks {
     /// see it (a listen stream watches only those).
     pub async fn news_for(&self, id: &TaskId, caller: &crate::caller::Caller) -> Option<TaskNews> {
         let rec = self.store.get(id).await.ok()??;
-        let mine = rec.task.owner == caller.principal.as_deref().unwrap_or("")
+        let mine = rec.task.principal == caller.principal.as_deref().unwrap_or("")
             && caller.sees_tool(&rec.task.tool);
         mine.then(|| TaskNews::of(&rec))
     }

@@ -18,7 +18,7 @@ pub struct SessionRecord {
     pub subscriptions: BTreeSet<String>,
     /// The principal that created the session (when auth is on); only it
     /// may use the session.
-    pub owner: Option<String>,
+    pub principal: Option<String>,
     /// The client the session counts against (see [`crate::Caller::client`]).
     pub client: Option<String>,
 }
@@ -50,7 +50,7 @@ impl SessionRecord {
             client_info,
             log_level: None,
             subscriptions: BTreeSet::new(),
-            owner: None,
+            principal: None,
             client: None,
         }
     }
@@ -62,7 +62,7 @@ impl SessionRecord {
             info: self.client_info.clone(),
             level: self.log_level,
             subs: self.subscriptions.clone(),
-            own: self.owner.clone(),
+            own: self.principal.clone(),
             cl: self.client.clone(),
         };
         bytes::Bytes::from(serde_json::to_vec(&wire).unwrap_or_default())
@@ -76,7 +76,7 @@ impl SessionRecord {
             client_info: w.info,
             log_level: w.level,
             subscriptions: w.subs,
-            owner: w.own,
+            principal: w.own,
             client: w.cl,
         })
     }

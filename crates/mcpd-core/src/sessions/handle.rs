@@ -24,7 +24,7 @@ pub struct SessionHandle {
     id: SessionId,
     version: ProtocolVersion,
     /// The principal that created the session, when auth is on.
-    owner: Option<Arc<str>>,
+    principal: Option<Arc<str>>,
     /// Shared by every clone of the handle, on purpose: actix bounds a
     /// mailbox per *sender* (each `Addr` clone may queue one message past
     /// the capacity), so a fresh clone per HTTP request would let the
@@ -56,7 +56,7 @@ impl SessionHandle {
     pub(crate) fn new(
         id: SessionId,
         version: ProtocolVersion,
-        owner: Option<Arc<str>>,
+        principal: Option<Arc<str>>,
         addr: Addr<SessionActor>,
         overloads: Arc<AtomicU64>,
         client: Arc<ClientSlot>,
@@ -64,7 +64,7 @@ impl SessionHandle {
         Self {
             id,
             version,
-            owner,
+            principal,
             addr: Arc::new(addr),
             overloads,
             usage: Arc::new(Usage {
@@ -98,7 +98,7 @@ impl SessionHandle {
     /// Whether `caller` may use this session: the principal that created
     /// it, or anyone when it was created without auth and none is given.
     pub fn serves(&self, caller: &Caller) -> bool {
-        self.owner.as_deref() == caller.principal.as_deref()
+        self.principal.as_deref() == caller.principal.as_deref()
     }
 
     /// Hands the messages of one POST to the session.

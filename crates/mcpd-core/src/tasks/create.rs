@@ -54,7 +54,7 @@ impl Tasks {
         let running = Arc::new(RunningTask {
             task: NewTask {
                 id: id.clone(),
-                owner,
+                principal: owner,
                 quota,
                 tool: tool.to_owned(),
                 runner: self.cluster.replica().clone(),

@@ -76,7 +76,7 @@ impl Tasks {
 
     /// Counts and audits one task's end.
     fn ended(&self, task: &NewTask, state: TaskState, took: Duration) {
-        let (id, tool, owner) = (&task.id, &task.tool, &task.owner);
+        let (id, tool, owner) = (&task.id, &task.tool, &task.principal);
         let metrics = &self.server.metrics;
         metrics
             .tasks_finished

@@ -51,7 +51,7 @@ impl Tasks {
             .await
             .map_err(unavailable)?
             .ok_or_else(not_found)?;
-        if rec.task.owner != caller.principal.as_deref().unwrap_or("")
+        if rec.task.principal != caller.principal.as_deref().unwrap_or("")
             || !caller.sees_tool(&rec.task.tool)
         {
             return Err(not_found());

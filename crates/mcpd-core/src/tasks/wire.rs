@@ -137,7 +137,7 @@ mod tests {
     fn record(state: TaskState) -> TaskRecord {
         let mut r = TaskRecord::new(NewTask {
             id: "786512e2-9e0d-44bd-8f29-789f320fe840".into(),
-            owner: "alice".into(),
+            principal: "alice".into(),
             quota: "alice".into(),
             tool: "slow".into(),
             runner: "r1".into(),

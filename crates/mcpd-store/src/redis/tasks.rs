@@ -96,7 +96,7 @@ impl TaskStore for RedisStore {
         p.cmd("HSET")
             .arg(&key)
             .arg("owner")
-            .arg(&task.owner)
+            .arg(&task.principal)
             .arg("quota")
             .arg(&task.quota)
             .arg("tool")

@@ -24,7 +24,7 @@ pub async fn check(store: &dyn TaskStore) {
     let id = TaskId::from(format!("contract-{}", uuid::Uuid::new_v4()));
     let new = NewTask {
         id: id.clone(),
-        owner: "iss sub".into(),
+        principal: "iss sub".into(),
         quota: format!("q-{id}"),
         tool: "slow_compute".into(),
         runner: "replica-a".into(),
@@ -41,7 +41,7 @@ pub async fn check(store: &dyn TaskStore) {
         .expect("found right after create");
     assert_eq!(r.state, TaskState::Working);
     assert_eq!(
-        (r.task.owner.as_str(), r.task.tool.as_str()),
+        (r.task.principal.as_str(), r.task.tool.as_str()),
         ("iss sub", "slow_compute")
     );
     assert_eq!(

@@ -224,7 +224,7 @@ mod tests {
     fn task(id: &str) -> NewTask {
         NewTask {
             id: id.into(),
-            owner: "alice".into(),
+            principal: "alice".into(),
             quota: "alice".into(),
             tool: "slow".into(),
             runner: "r1".into(),

@@ -53,7 +53,7 @@ pub struct NewTask {
     /// 122 random bits (a UUIDv4): the id is also a capability.
     pub id: TaskId,
     /// The principal that created it (`""`: auth is off).
-    pub owner: String,
+    pub principal: String,
     /// Who the task counts against for the per-principal cap.
     pub quota: String,
     /// The tool it runs.

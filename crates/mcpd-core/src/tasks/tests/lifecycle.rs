@@ -222,7 +222,7 @@ async fn a_task_whose_runner_is_gone_reads_as_failed() {
         store
             .create(&NewTask {
                 id: id.into(),
-                owner: "alice".into(),
+                principal: "alice".into(),
                 quota: "alice".into(),
                 tool: "slow".into(),
                 runner: runner.into(),

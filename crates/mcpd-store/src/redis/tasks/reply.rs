@@ -116,7 +116,7 @@ pub(super) fn record(
     Ok(TaskRecord {
         task: NewTask {
             id: id.to_owned(),
-            owner: text(owner, "owner")?,
+            principal: text(owner, "owner")?,
             quota: text(quota, "quota")?,
             tool: text(tool, "tool")?,
             runner: text(runner, "runner")?.into(),
