@@ -17,7 +17,7 @@ use mcpd_protocol::types::{
     CallToolResult, Implementation, JsonObject, ListChangedCapability, ResourcesCapability,
     ServerCapabilities, SKILLS_EXTENSION,
 };
-use mcpd_protocol::{ErrorObject, Method};
+use mcpd_protocol::{ErrorObject, Method, ProtocolVersion};
 use mcpd_telemetry::Metrics;
 use serde_json::Value;
 use tracing::Instrument;
@@ -26,8 +26,8 @@ use crate::context::RequestContext;
 use crate::forward::Forward;
 use crate::limits::Limits;
 use crate::registry::Registry;
-pub use outcome::Watch;
-use outcome::{request_span, Audit, Outcome};
+use outcome::{record_answer, request_span, Audit, Outcome};
+pub use outcome::{ErrorKind, Watch};
 
 /// What the server is: its identity, its catalogue, its limits.
 pub struct McpServer {
@@ -128,7 +128,8 @@ impl McpServer {
 
     /// Begins the span and the metrics of a request answered without
     /// [`Self::dispatch`] (see [`Watch`]).
-    pub fn watch(&self, req: &Request, session: Option<&str>) -> Watch {
+    /// `session`: the session's id and revision (the session era).
+    pub fn watch(&self, req: &Request, session: Option<(&str, ProtocolVersion)>) -> Watch {
         Watch::begin(&self.metrics, req, session)
     }
 
@@ -157,7 +158,8 @@ impl McpServer {
                 tool: req.target().unwrap_or("").into(),
             });
         }
-        let span = request_span(&req, ctx.session_id());
+        let span = request_span(&req, ctx.session_id(), Some(ctx.protocol_version()));
+        let answered = span.clone();
         let Request {
             method,
             params,
@@ -178,8 +180,10 @@ impl McpServer {
         Box::pin(
             async move {
                 let out = inner.await;
+                let tool_error = matches!(&out, Ok(v) if CallToolResult::is_error_in(v));
+                record_answer(&answered, out.as_ref().err().map(|e| e.code), tool_error);
                 watch.finish(match &out {
-                    Ok(v) if CallToolResult::is_error_in(v) => "tool_error",
+                    _ if tool_error => "tool_error",
                     Ok(_) => "ok",
                     Err(_) => "error",
                 });

@@ -120,6 +120,21 @@ pub enum InitializeError {
     ShuttingDown,
 }
 
+impl crate::dispatch::ErrorKind for InitializeError {
+    /// The code the answer carries (`-32005` for a cap, `-32603` for the
+    /// store).
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            InitializeError::InvalidParams(e) | InitializeError::Upstream(e) => e.code,
+            InitializeError::TooManySessions(_) | InitializeError::TooManyForClient(_) => {
+                ErrorCode::OVERLOADED
+            }
+            InitializeError::Store(_) => ErrorCode::INTERNAL_ERROR,
+            InitializeError::ShuttingDown => ErrorCode::OVERLOADED,
+        }
+    }
+}
+
 impl InitializeError {
     /// Whether the server cannot take a session now (HTTP 503) rather than
     /// refusing this request (a JSON-RPC error answer).

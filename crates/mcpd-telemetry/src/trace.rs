@@ -6,8 +6,9 @@
 //! parent taken from the `traceparent` header), `mcp.request` (one per
 //! JSON-RPC request, its parent taken from `params._meta.traceparent` when the
 //! client put one there, else the HTTP request's span) and `mcp.tool` (the
-//! tool's own work). Their fields (`mcp.session_id`, `jsonrpc.id`,
-//! `mcp.method`) appear on every log line written inside them.
+//! tool's own work). Their fields (`mcp.session.id`, `jsonrpc.request.id`,
+//! `mcp.method.name`, named as OpenTelemetry's MCP conventions name them)
+//! appear on every log line written inside them.
 //!
 //! With tracing off nothing is exported and no trace context is parsed: the
 //! spans are only the log lines' context.

@@ -230,14 +230,26 @@ fn http_span(req: &actix_web::dev::ServiceRequest, method: &'static str) -> trac
         return tracing::Span::none();
     }
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let version = match req.version() {
+        actix_web::http::Version::HTTP_2 => "2",
+        actix_web::http::Version::HTTP_10 => "1.0",
+        _ => "1.1",
+    };
     let span = tracing::info_span!(
         "http.request",
         otel.name = %format_args!("{method} {}", req.path()),
         otel.kind = "server",
         http.method = method,
         http.target = %req.path(),
-        mcp.session_id = header("mcp-session-id").unwrap_or("")
+        mcp.session.id = header("mcp-session-id").unwrap_or(""),
+        network.transport = "tcp",
+        network.protocol.name = "http",
+        network.protocol.version = version,
+        client.address = tracing::field::Empty,
     );
+    if let Some(peer) = req.peer_addr() {
+        span.record("client.address", peer.ip().to_string());
+    }
     mcpd_telemetry::trace::continue_trace(&span, header("traceparent"), header("tracestate"));
     span
 }

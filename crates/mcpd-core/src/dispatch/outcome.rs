@@ -5,32 +5,120 @@
 use std::sync::Arc;
 
 use mcpd_protocol::jsonrpc::Request;
-use mcpd_protocol::Method;
+use mcpd_protocol::methods::meta;
+use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use mcpd_telemetry::{Clean, Metrics};
 use serde_json::Value;
+use tracing::field::Empty;
 
 use crate::context::{RequestContext, RoundEnd};
 
 /// The span of one JSON-RPC request: a child of the current span (the HTTP
 /// request's), or of the client's trace when `params._meta` carries a W3C
 /// `traceparent`.
-pub(super) fn request_span(req: &Request, session: Option<&str>) -> tracing::Span {
+///
+/// It follows OpenTelemetry's MCP conventions (GenAI semantic conventions,
+/// `mcp`): named `{mcp.method.name} {target}` (the tool or prompt name,
+/// where there is one), kind server, with `mcp.method.name`,
+/// `mcp.protocol.version`, `mcp.session.id` (the session era only),
+/// `mcp.resource.uri`, `gen_ai.tool.name` and `gen_ai.operation.name`
+/// (`execute_tool`) on tool calls, `gen_ai.prompt.name`,
+/// `jsonrpc.request.id`; and, once answered, `error.type` and
+/// `rpc.response.status_code` ([`record_answer`]). The HTTP request's span,
+/// its parent, carries the network attributes.
+pub(super) fn request_span(
+    req: &Request,
+    session: Option<&str>,
+    version: Option<ProtocolVersion>,
+) -> tracing::Span {
     if !mcpd_telemetry::trace::spans_wanted() {
         return tracing::Span::none();
     }
+    let target = req.target();
+    let name = match (req.kind, target) {
+        (Some(Method::ToolsCall | Method::PromptsGet), Some(t)) => {
+            format!("{} {}", Clean(&req.method), Clean(t))
+        }
+        _ => Clean(&req.method).to_string(),
+    };
     let span = tracing::info_span!(
         "mcp.request",
-        otel.name = %Clean(&req.method),
+        otel.name = %name,
         otel.kind = "server",
-        mcp.method = %Clean(&req.method),
-        mcp.session_id = session.unwrap_or(""),
-        jsonrpc.id = %req.id
+        otel.status_code = Empty,
+        mcp.method.name = %Clean(&req.method),
+        mcp.protocol.version = Empty,
+        mcp.session.id = Empty,
+        mcp.resource.uri = Empty,
+        gen_ai.tool.name = Empty,
+        gen_ai.prompt.name = Empty,
+        gen_ai.operation.name = Empty,
+        jsonrpc.request.id = %req.id,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
     );
-    if let Some(meta) = req.meta() {
+    let meta = req.meta();
+    // A stateless-era request names its revision in `_meta`.
+    let claimed = meta
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    match (version, claimed) {
+        (Some(v), _) => span.record("mcp.protocol.version", v.as_str()),
+        (None, Some(v)) => span.record("mcp.protocol.version", Clean(v).to_string()),
+        (None, None) => &span,
+    };
+    if let Some(s) = session {
+        span.record("mcp.session.id", s);
+    }
+    match (req.kind, target) {
+        (Some(Method::ToolsCall), Some(t)) => {
+            span.record("gen_ai.tool.name", Clean(t).to_string());
+            span.record("gen_ai.operation.name", "execute_tool");
+        }
+        (Some(Method::PromptsGet), Some(t)) => {
+            span.record("gen_ai.prompt.name", Clean(t).to_string());
+        }
+        (Some(_), Some(uri)) => {
+            span.record("mcp.resource.uri", Clean(uri).to_string());
+        }
+        _ => {}
+    }
+    if let Some(meta) = meta {
         let field = |k: &str| meta.get(k).and_then(Value::as_str);
         mcpd_telemetry::trace::continue_trace(&span, field("traceparent"), field("tracestate"));
     }
     span
+}
+
+/// The JSON-RPC error code of a refused or failed answer.
+pub trait ErrorKind {
+    fn error_code(&self) -> ErrorCode;
+}
+
+impl ErrorKind for ErrorObject {
+    fn error_code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+/// Records how a request was answered on its span: `error.type` and
+/// `rpc.response.status_code` for an error (the JSON-RPC code), `error.type`
+/// `tool_error` for a tool's `isError` result; the span's status is an error
+/// for what is the server's fault (-32603, -32000…-32099, a tool error), not
+/// for the client's (parse, invalid request, unknown method, invalid
+/// params).
+pub(super) fn record_answer(span: &tracing::Span, code: Option<ErrorCode>, tool_error: bool) {
+    if tool_error {
+        span.record("error.type", "tool_error");
+        span.record("otel.status_code", "ERROR");
+    }
+    let Some(code) = code else { return };
+    let c = code.0.to_string();
+    span.record("error.type", c.as_str());
+    span.record("rpc.response.status_code", c.as_str());
+    if code == ErrorCode::INTERNAL_ERROR || (-32099..=-32000).contains(&code.0) {
+        span.record("otel.status_code", "ERROR");
+    }
 }
 
 /// What the audit line of a tool call names (never its arguments).
@@ -131,10 +219,14 @@ pub struct Watch {
 }
 
 impl Watch {
-    pub(crate) fn begin(metrics: &Arc<Metrics>, req: &Request, session: Option<&str>) -> Self {
+    pub(crate) fn begin(
+        metrics: &Arc<Metrics>,
+        req: &Request,
+        session: Option<(&str, ProtocolVersion)>,
+    ) -> Self {
         Self {
             outcome: Outcome::start(metrics.clone(), req.kind, None, None),
-            span: request_span(req, session),
+            span: request_span(req, session.map(|s| s.0), session.map(|s| s.1)),
         }
     }
 
@@ -143,12 +235,18 @@ impl Watch {
         &self.span
     }
 
-    /// Counts the answer (`ok` or `error`).
-    pub fn finish<T, E>(self, answer: &Result<T, E>) {
+    /// Counts the answer (`ok` or `error`) and records it on the span.
+    pub fn finish<T, E: ErrorKind>(self, answer: &Result<T, E>) {
         match answer {
             Ok(_) => self.ok(),
-            Err(_) => self.error(),
+            Err(e) => self.error_of(e.error_code()),
         }
+    }
+
+    /// Counts a refusal with `code`, recorded on the span.
+    pub fn error_of(self, code: ErrorCode) {
+        record_answer(&self.span, Some(code), false);
+        self.error();
     }
 
     /// Counts a result.

@@ -75,7 +75,10 @@ impl SessionActor {
     /// Every request not run gets its span and is counted here.
     fn first_look(&mut self, r: &Request, stream: &StreamId) -> FirstLook {
         let params = r.params.as_ref();
-        let watch = || self.env.server.watch(r, Some(&*self.id));
+        let watch = || {
+            let session = (self.id.as_str(), self.record.version);
+            self.env.server.watch(r, Some(session))
+        };
         let answer = |outcome: Result<Value, ErrorObject>| {
             watch().finish(&outcome);
             FirstLook::Answer(outcome)

@@ -34,7 +34,7 @@ impl Stateless {
         };
         let watch = || self.server.watch(&req, None);
         let refuse = |e: ErrorObject| {
-            watch().error();
+            watch().error_of(e.code);
             Answer::Refused(e)
         };
         let declares_tasks = || {

@@ -41,7 +41,7 @@ impl Stateless {
         {
             Ok(a) => a,
             Err(e) => {
-                self.server.watch(&req, None).error();
+                self.server.watch(&req, None).error_of(e.code);
                 return self.answered(&id, Err(e));
             }
         };
@@ -76,7 +76,7 @@ impl Stateless {
             }),
             Plan::Task => return self.run_task(req, meta, caller),
             Plan::Refuse(e) => {
-                self.server.watch(&req, None).error();
+                self.server.watch(&req, None).error_of(e.code);
                 return self.answered(&id, Err(e));
             }
         };
@@ -205,7 +205,7 @@ impl Stateless {
             let running = match tasks.create(&tool, &caller).await {
                 Ok(r) => r,
                 Err(e) => {
-                    this.server.watch(&req, None).error();
+                    this.server.watch(&req, None).error_of(e.code);
                     let e = this.decorate(None, Err(e)).unwrap_err();
                     let _ = tx
                         .send(StreamItem::Json {

@@ -78,6 +78,12 @@ async fn receiver() -> (String, Received) {
     (format!("http://{addr}"), got)
 }
 
+/// `Span.kind` of a server span (OTLP `SPAN_KIND_SERVER`).
+const SERVER: i32 = 2;
+
+/// `Status.code` of a span whose status is an error (`STATUS_CODE_ERROR`).
+const STATUS_ERROR: i32 = 2;
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -156,14 +162,31 @@ async fn a_tool_call_exports_spans_that_continue_the_clients_trace() {
         client_span,
         "the HTTP span's parent is the client's span"
     );
-    let request = wait_span(&got, trace, "tools/call").await;
+    for (key, want) in [
+        ("network.transport", "tcp"),
+        ("network.protocol.name", "http"),
+        ("network.protocol.version", "1.1"),
+        ("client.address", "127.0.0.1"),
+        ("mcp.session.id", session.as_str()),
+    ] {
+        assert_eq!(attr(&http, key).as_deref(), Some(want), "{key}");
+    }
+    // OpenTelemetry's MCP conventions: `{mcp.method.name} {target}`, kind
+    // server, and the conventions' attributes.
+    let request = wait_span(&got, trace, "tools/call echo").await;
     assert_eq!(hex(&request.parent_span_id), hex(&http.span_id));
-    assert_eq!(attr(&request, "mcp.method").as_deref(), Some("tools/call"));
-    assert_eq!(
-        attr(&request, "mcp.session_id").as_deref(),
-        Some(session.as_str())
-    );
-    assert_eq!(attr(&request, "jsonrpc.id").as_deref(), Some("7"));
+    assert_eq!(request.kind, SERVER, "kind server");
+    for (key, want) in [
+        ("mcp.method.name", "tools/call"),
+        ("mcp.session.id", session.as_str()),
+        ("mcp.protocol.version", "2025-11-25"),
+        ("jsonrpc.request.id", "7"),
+        ("gen_ai.tool.name", "echo"),
+        ("gen_ai.operation.name", "execute_tool"),
+    ] {
+        assert_eq!(attr(&request, key).as_deref(), Some(want), "{key}");
+    }
+    assert_eq!(attr(&request, "error.type"), None, "no error");
     let tool = wait_span(&got, trace, "tool echo").await;
     assert_eq!(hex(&tool.parent_span_id), hex(&request.span_id));
     assert_eq!(attr(&tool, "mcp.tool").as_deref(), Some("echo"));
@@ -177,7 +200,7 @@ async fn a_tool_call_exports_spans_that_continue_the_clients_trace() {
             "_meta":{"traceparent": format!("00-{trace2}-{meta_span}-01")}}});
     let reply = c.post(&body).await;
     assert_eq!(reply.last()["result"]["content"][0]["text"], "meta");
-    let request2 = wait_span(&got, trace2, "tools/call").await;
+    let request2 = wait_span(&got, trace2, "tools/call echo").await;
     assert_eq!(hex(&request2.parent_span_id), meta_span);
     let tool2 = wait_span(&got, trace2, "tool echo").await;
     assert_eq!(hex(&tool2.parent_span_id), hex(&request2.span_id));
@@ -313,8 +336,13 @@ async fn every_method_of_both_eras_is_counted_with_a_span() {
     }
 
     for (trace, method) in &sent {
-        let span = wait_span(&got, trace, method).await;
-        assert_eq!(attr(&span, "mcp.method").as_deref(), Some(*method));
+        let name = match *method {
+            "tools/call" => "tools/call echo",
+            "prompts/get" => "prompts/get greeting",
+            m => m,
+        };
+        let span = wait_span(&got, trace, name).await;
+        assert_eq!(attr(&span, "mcp.method.name").as_deref(), Some(*method));
     }
     let text = crate::metrics::scrape(&admin).await;
     let counted = |method: &str| {
@@ -338,4 +366,85 @@ async fn every_method_of_both_eras_is_counted_with_a_span() {
     }
     assert_eq!(counted("ping"), 2.0, "one ping per era: {text}");
     assert_eq!(counted("tools/list"), 2.0, "{text}");
+}
+
+/// OpenTelemetry's MCP conventions on failures and in the stateless era:
+/// a refused call has `error.type` and `rpc.response.status_code` (its
+/// JSON-RPC code) but no error status (the client's mistake); a tool error
+/// has `error.type` `tool_error` and an error status; a 2026-07-28 call has
+/// its revision and no session id.
+#[tokio::test]
+async fn spans_follow_the_mcp_conventions_for_failures_and_in_both_eras() {
+    let (endpoint, got) = receiver().await;
+    let mcpd = McpdProcess::start_with(
+        env!("CARGO_BIN_EXE_mcpd"),
+        &[],
+        &[
+            ("MCPD_TRACING_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+        None,
+    );
+    let mut c = McpClient::new(&mcpd.url);
+    c.initialize().await;
+    let traced = |n: u8, params: serde_json::Value| {
+        let trace = format!("{n:02x}{}", "f".repeat(30));
+        let mut params = params;
+        params["_meta"]["traceparent"] = json!(format!("00-{trace}-00f067aa0ba902b7-01"));
+        (trace, params)
+    };
+
+    // Refused: an unknown tool is -32602, the client's mistake.
+    let (t1, p) = traced(1, json!({"name": "no_such_tool", "arguments": {}}));
+    let r = c.request("tools/call", p).await.last();
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let refused = wait_span(&got, &t1, "tools/call no_such_tool").await;
+    assert_eq!(attr(&refused, "error.type").as_deref(), Some("-32602"));
+    assert_eq!(
+        attr(&refused, "rpc.response.status_code").as_deref(),
+        Some("-32602")
+    );
+    assert_ne!(refused.status.as_ref().map(|s| s.code), Some(STATUS_ERROR));
+
+    // A tool error: arguments the tool refuses come back as `isError`.
+    let (t2, p) = traced(2, json!({"name": "echo", "arguments": {}}));
+    let r = c.request("tools/call", p).await.last();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let failed = wait_span(&got, &t2, "tools/call echo").await;
+    assert_eq!(attr(&failed, "error.type").as_deref(), Some("tool_error"));
+    assert_eq!(failed.status.as_ref().map(|s| s.code), Some(STATUS_ERROR));
+
+    // The stateless era: its revision, no session.
+    let (t3, mut p) = traced(3, json!({"name": "echo", "arguments": {"message": "x"}}));
+    p["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    p["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "t", "version": "1"});
+    p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": p});
+    let r = reqwest::Client::new()
+        .post(&mcpd.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo")
+        .json(&body)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(r.status(), 200);
+    let stateless = wait_span(&got, &t3, "tools/call echo").await;
+    assert_eq!(stateless.kind, SERVER);
+    assert_eq!(
+        attr(&stateless, "mcp.protocol.version").as_deref(),
+        Some("2026-07-28")
+    );
+    assert_eq!(
+        attr(&stateless, "mcp.session.id"),
+        None,
+        "no session in 2026-07-28"
+    );
+    assert_eq!(
+        attr(&stateless, "gen_ai.tool.name").as_deref(),
+        Some("echo")
+    );
 }
