@@ -12,7 +12,10 @@ use mcpd_protocol::types::JsonObject;
 use mcpd_protocol::{methods, ErrorCode, ErrorObject};
 use serde_json::Value;
 
+use tracing::Instrument;
+
 use crate::config::{Share, UpstreamConfig};
+use crate::trace;
 use crate::upstream::{self, Event, EventSink, UpstreamActor};
 
 pub struct Upstream {
@@ -113,7 +116,9 @@ impl Upstream {
     ) -> Result<Value, ErrorObject> {
         let session = ctx.as_ref().and_then(|c| c.session_id().map(str::to_owned));
         let addr = self.actor_for(session.as_deref())?;
-        upstream::call(
+        let span = trace::client_span(&self.cfg.id, method, params.as_ref());
+        let params = trace::carry_context(params, &span);
+        let answer = upstream::call(
             &addr,
             &self.cfg.id,
             method,
@@ -121,7 +126,10 @@ impl Upstream {
             ctx,
             self.cfg.request_timeout(),
         )
-        .await
+        .instrument(span.clone())
+        .await;
+        trace::record(&span, &answer);
+        answer
     }
 }
 

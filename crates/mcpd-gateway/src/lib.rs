@@ -21,6 +21,7 @@ pub mod catalog;
 pub mod config;
 pub mod forward;
 pub mod link;
+mod trace;
 pub mod upstream;
 
 use std::collections::HashMap;

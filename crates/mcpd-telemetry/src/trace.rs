@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::propagation::{Extractor, TextMapPropagator};
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
@@ -195,6 +195,26 @@ pub fn continue_trace(span: &tracing::Span, traceparent: Option<&str>, tracestat
     if cx.span().span_context().is_valid() {
         let _ = span.set_parent(cx);
     }
+}
+
+/// The W3C `traceparent` (and `tracestate`, when there is one) naming
+/// `span`, to carry to the next hop; `None` when not exporting.
+pub fn trace_context_of(span: &tracing::Span) -> Option<(String, Option<String>)> {
+    if !exporting() {
+        return None;
+    }
+    #[derive(Default)]
+    struct Carrier(Vec<(String, String)>);
+    impl Injector for Carrier {
+        fn set(&mut self, key: &str, value: String) {
+            self.0.push((key.to_owned(), value));
+        }
+    }
+    let mut c = Carrier::default();
+    TraceContextPropagator::new().inject_context(&span.context(), &mut c);
+    let get = |k: &str| c.0.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    let state = get("tracestate").filter(|s| !s.is_empty());
+    Some((get("traceparent")?, state))
 }
 
 #[cfg(test)]

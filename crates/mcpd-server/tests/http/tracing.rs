@@ -448,3 +448,107 @@ async fn spans_follow_the_mcp_conventions_for_failures_and_in_both_eras() {
         Some("echo")
     );
 }
+
+/// `Span.kind` of a client span (OTLP `SPAN_KIND_CLIENT`).
+const CLIENT: i32 = 3;
+
+/// The gateway's side of the conventions: a call to an upstream tool gets
+/// a client span (`tools/call echo`, kind client, inside the gateway's
+/// server span and its tool span), and the upstream — another mcpd over stdio, exporting to
+/// the same receiver — continues that trace from `params._meta`: its
+/// server span's parent is the client span.
+#[tokio::test]
+async fn a_call_through_the_gateway_carries_its_trace_to_the_upstream() {
+    let (endpoint, got) = receiver().await;
+    let dir = mcpd_testkit::redis::TempDir::new("otel-gateway");
+    let config = dir.0.join("mcpd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nid = \"inner\"\ncommand = {bin:?}\nargs = [\"--stdio\"]\n\n[upstream.env]\nMCPD_TRACING_OTLP_ENDPOINT = {endpoint:?}\nOTEL_BSP_SCHEDULE_DELAY = \"100\"\nMCPD_LOG_LEVEL = \"warn\"\n",
+            bin = env!("CARGO_BIN_EXE_mcpd"),
+        ),
+    )
+    .unwrap();
+    let mcpd = McpdProcess::start_with(
+        env!("CARGO_BIN_EXE_mcpd"),
+        &["--config", config.to_str().unwrap()],
+        &[
+            ("MCPD_TRACING_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+        None,
+    );
+    let mut c = McpClient::new(&mcpd.url);
+    c.initialize().await;
+    // Aggregated once the upstream's catalogue is read.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let tools = c.call("tools/list", json!({})).await;
+        if tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "inner__echo")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "inner__echo never listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let trace = "5af7651916cd43dd8448eb211c80319c";
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "inner__echo", "arguments": {"message": "far"},
+            "_meta": {"traceparent": format!("00-{trace}-b7ad6b7169203331-01")}}});
+    let r = c.post(&body).await;
+    assert_eq!(
+        r.last()["result"]["content"][0]["text"],
+        "far",
+        "{:?}",
+        r.last()
+    );
+
+    let here = wait_span(&got, trace, "tools/call inner__echo").await;
+    assert_eq!(here.kind, SERVER);
+    // Two spans are named `tools/call echo`: the gateway's client span and
+    // the upstream's server span.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (client, upstream) = loop {
+        let spans = got.spans.lock().unwrap().clone();
+        let of = |kind: i32| {
+            spans
+                .iter()
+                .find(|s| {
+                    hex(&s.trace_id) == trace && s.name == "tools/call echo" && s.kind == kind
+                })
+                .cloned()
+        };
+        if let (Some(cl), Some(up)) = (of(CLIENT), of(SERVER)) {
+            break (cl, up);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no client and upstream spans: {:?}",
+            spans
+                .iter()
+                .map(|s| (s.name.clone(), s.kind))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Inside the aggregated tool's own span, which is the server span's.
+    let tool = wait_span(&got, trace, "tool inner__echo").await;
+    assert_eq!(hex(&tool.parent_span_id), hex(&here.span_id));
+    assert_eq!(
+        hex(&client.parent_span_id),
+        hex(&tool.span_id),
+        "the client span is the tool span's child"
+    );
+    assert_eq!(attr(&client, "mcpd.upstream").as_deref(), Some("inner"));
+    assert_eq!(attr(&client, "gen_ai.tool.name").as_deref(), Some("echo"));
+    assert_eq!(
+        hex(&upstream.parent_span_id),
+        hex(&client.span_id),
+        "the upstream continues the trace from params._meta"
+    );
+}
