@@ -862,7 +862,7 @@ def queried_metrics():
     dash = json.loads(DASHBOARD.read_text())
     names = set()
     for e in dashboard_exprs(dash) + rule_exprs():
-        for m in re.findall(r"\b((?:mcpd|process)_[a-z0-9_]+)\b", e):
+        for m in re.findall(r"\b((?:mcpd|mcp_server|mcp_client|process)_[a-z0-9_]+)\b", e):
             names.add(re.sub(r"_(bucket|sum|count)$", "", m))
     return sorted(names)
 
@@ -887,7 +887,7 @@ def check_dashboard():
     vars_ = {v["name"] for v in dash["templating"]["list"]}
     need({"datasource", "job", "namespace", "pod"} <= vars_, f"dashboard variables: {sorted(vars_)}")
     text = json.dumps(dash)
-    for want in ("mcpd_sessions_active", "mcpd_jsonrpc_request_duration_seconds_bucket", "mcpd_sse_streams_open",
+    for want in ("mcpd_sessions_active", "mcp_server_operation_duration_seconds_bucket", "mcpd_sse_streams_open",
                  "mcpd_store_up", "mcpd_auth_rejections_total", "mcpd_http_requests_total"):
         need(want in text, f"the dashboard does not show {want}")
     need(n >= 10, f"only {n} panels")
@@ -897,7 +897,7 @@ def registered_metrics():
     """Metric names registered in mcpd's source (string literals)."""
     names = set()
     for f in (ROOT / "crates").glob("*/src/**/*.rs"):
-        names |= set(re.findall(r'"((?:mcpd|process)_[a-z0-9_]+)"', f.read_text(errors="replace")))
+        names |= set(re.findall(r'"((?:mcpd|mcp_server|mcp_client|process)_[a-z0-9_]+)"', f.read_text(errors="replace")))
     return names
 
 

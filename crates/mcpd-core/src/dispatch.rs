@@ -149,7 +149,9 @@ impl McpServer {
         let kind = req.kind;
         let tool = (kind == Some(Method::ToolsCall))
             .then(|| Box::from(self.metrics.tool_label(req.target().unwrap_or(""))));
-        let mut watch = Outcome::start(self.metrics.clone(), kind, tool, Some(ctx.clone()));
+        let version = Some(ctx.protocol_version());
+        let mut watch =
+            Outcome::start(self.metrics.clone(), kind, tool, Some(ctx.clone()), version);
         if self.audit_tool_calls && kind == Some(Method::ToolsCall) {
             watch.audit = Some(Audit {
                 principal: ctx.caller().principal.clone(),
@@ -181,12 +183,21 @@ impl McpServer {
             async move {
                 let out = inner.await;
                 let tool_error = matches!(&out, Ok(v) if CallToolResult::is_error_in(v));
-                record_answer(&answered, out.as_ref().err().map(|e| e.code), tool_error);
-                watch.finish(match &out {
-                    _ if tool_error => "tool_error",
-                    Ok(_) => "ok",
-                    Err(_) => "error",
-                });
+                let code = out.as_ref().err().map(|e| e.code);
+                record_answer(&answered, code, tool_error);
+                let error_type = code.map(|c| c.0.to_string());
+                let error_type = match tool_error {
+                    true => Some("tool_error"),
+                    false => error_type.as_deref(),
+                };
+                watch.finish(
+                    match &out {
+                        _ if tool_error => "tool_error",
+                        Ok(_) => "ok",
+                        Err(_) => "error",
+                    },
+                    error_type,
+                );
                 out
             }
             .instrument(span),

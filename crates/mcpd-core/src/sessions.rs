@@ -118,6 +118,13 @@ impl SessionTable {
     /// last session.
     fn forget(&self, id: &str) -> Option<SessionHandle> {
         let (_, h) = self.sessions.remove(id)?;
+        // Once per session held here: `mcp.server.session.duration`.
+        self.env
+            .server
+            .metrics
+            .session_duration
+            .with_label_values(&[h.version().as_str()])
+            .observe(h.usage().created.elapsed().as_secs_f64());
         let slot = &h.usage().client;
         self.clients.remove_if(&slot.key, |_, c| {
             c.sessions.fetch_sub(1, Ordering::Relaxed) == 1

@@ -26,6 +26,8 @@ pub struct Upstream {
     /// `share = "session"`: each downstream session's own connection.
     sessions: DashMap<String, Addr<UpstreamActor>>,
     sinks: Arc<RwLock<Vec<EventSink>>>,
+    /// `mcp.client.operation.duration` of every request sent.
+    metrics: Arc<mcpd_telemetry::Metrics>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -39,7 +41,7 @@ impl std::fmt::Debug for Upstream {
 impl Upstream {
     /// Starts the shared connection (it connects at once, and again after
     /// a crash). Must run inside an actix system.
-    pub fn start(cfg: UpstreamConfig) -> Arc<Self> {
+    pub fn start(cfg: UpstreamConfig, metrics: Arc<mcpd_telemetry::Metrics>) -> Arc<Self> {
         let cfg = Arc::new(cfg);
         let sinks: Arc<RwLock<Vec<EventSink>>> = Arc::default();
         let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks)).start();
@@ -48,6 +50,7 @@ impl Upstream {
             shared,
             sessions: DashMap::new(),
             sinks,
+            metrics,
         })
     }
 
@@ -118,6 +121,7 @@ impl Upstream {
         let addr = self.actor_for(session.as_deref())?;
         let span = trace::client_span(&self.cfg.id, method, params.as_ref());
         let params = trace::carry_context(params, &span);
+        let started = std::time::Instant::now();
         let answer = upstream::call(
             &addr,
             &self.cfg.id,
@@ -129,6 +133,15 @@ impl Upstream {
         .instrument(span.clone())
         .await;
         trace::record(&span, &answer);
+        let error_type = trace::error_type(&answer);
+        self.metrics
+            .client_operation_duration
+            .with_label_values(&[
+                mcpd_telemetry::Metrics::method_label(method),
+                &self.cfg.id,
+                error_type.as_deref().unwrap_or(""),
+            ])
+            .observe(started.elapsed().as_secs_f64());
         answer
     }
 }

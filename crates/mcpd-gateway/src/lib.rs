@@ -37,10 +37,15 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Starts a connection actor per upstream (inside an actix system).
-    pub fn start(configs: &[UpstreamConfig]) -> Self {
+    /// Starts a connection actor per upstream (inside an actix system);
+    /// their requests are measured in `metrics`.
+    pub fn start(configs: &[UpstreamConfig], metrics: Arc<mcpd_telemetry::Metrics>) -> Self {
         Self {
-            upstreams: configs.iter().cloned().map(Upstream::start).collect(),
+            upstreams: configs
+                .iter()
+                .cloned()
+                .map(|c| Upstream::start(c, metrics.clone()))
+                .collect(),
         }
     }
 

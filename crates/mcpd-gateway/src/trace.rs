@@ -75,6 +75,16 @@ pub(crate) fn carry_context(
     Some(p)
 }
 
+/// `error.type` of an upstream's answer: the JSON-RPC code, `tool_error`,
+/// or `None`.
+pub(crate) fn error_type(answer: &Result<Value, ErrorObject>) -> Option<String> {
+    match answer {
+        Err(e) => Some(e.code.0.to_string()),
+        Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Some("tool_error".into()),
+        Ok(_) => None,
+    }
+}
+
 /// Records how the upstream answered on the client span.
 pub(crate) fn record(span: &tracing::Span, answer: &Result<Value, ErrorObject>) {
     match answer {

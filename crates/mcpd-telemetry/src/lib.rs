@@ -10,7 +10,7 @@ pub mod trace;
 
 pub use clean::Clean;
 
-use mcpd_protocol::Method;
+use mcpd_protocol::{Method, ProtocolVersion};
 use prometheus::{
     Counter, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
@@ -26,7 +26,12 @@ pub struct Metrics {
     pub sessions_rebuilt: IntCounter,
     pub http_requests: IntCounterVec,
     pub rpc_requests: IntCounterVec,
-    pub rpc_duration: HistogramVec,
+    /// `mcp.server.operation.duration` (OpenTelemetry's MCP conventions).
+    pub operation_duration: HistogramVec,
+    /// `mcp.server.session.duration`.
+    pub session_duration: HistogramVec,
+    /// `mcp.client.operation.duration`: the gateway's upstream requests.
+    pub client_operation_duration: HistogramVec,
     pub requests_in_flight: IntGauge,
     pub sse_events: IntCounter,
     pub sse_resumptions: IntCounterVec,
@@ -45,7 +50,6 @@ pub struct Metrics {
     pub auth_rejections: IntCounterVec,
     pub rate_limited: IntCounterVec,
     pub tool_calls: IntCounterVec,
-    pub tool_duration: HistogramVec,
     pub tasks_created: IntCounter,
     pub tasks_finished: IntCounterVec,
     pub tasks_working: IntGauge,
@@ -54,9 +58,10 @@ pub struct Metrics {
     pub tasks_reaped: IntCounter,
     /// Tools whose name is a label value (others are counted as `other`).
     tool_labels: Vec<String>,
-    /// Resolved series of `rpc_requests`/`rpc_duration`, by method label
-    /// ([`Method::ALL`], then `other`), and of `tool_calls`/`tool_duration`
-    /// by tool label (`tool_labels`, then `other`).
+    /// Resolved series of `rpc_requests` and of the operation duration, by
+    /// method label ([`Method::ALL`], then `other`), and of `tool_calls` and
+    /// the duration of `tools/call` by tool label (`tool_labels`, then
+    /// `other`).
     method_series: Vec<OutcomeSeries>,
     tool_series: Vec<OutcomeSeries>,
     process_cpu: Counter,
@@ -66,25 +71,38 @@ pub struct Metrics {
 /// The outcome label values of request and tool-call counters.
 pub const OUTCOMES: [&str; 5] = ["ok", "error", "tool_error", "input_required", "cancelled"];
 
-/// One label value's request counters (by outcome) and duration histogram,
-/// each resolved on first use and then kept: `with_label_values` hashes
-/// its labels and takes a lock on every call, a measurable part of a small
+/// One label value's request counters (by outcome) and its operation
+/// duration series that carry no error (by protocol revision), each
+/// resolved on first use and then kept: `with_label_values` hashes its
+/// labels and takes a lock on every call, a measurable part of a small
 /// request. Series still appear only once used.
 pub struct OutcomeSeries {
     label: Box<str>,
+    /// The operation histogram's `mcp_method_name` and `gen_ai_tool_name`.
+    operation: (&'static str, Box<str>),
     counters: [std::sync::OnceLock<IntCounter>; OUTCOMES.len()],
-    duration: std::sync::OnceLock<prometheus::Histogram>,
+    duration: [std::sync::OnceLock<prometheus::Histogram>; VERSIONS.len() + 1],
 }
 
 impl OutcomeSeries {
-    fn new(label: &str) -> Self {
+    fn new(label: &str, method: &'static str, tool: &str) -> Self {
         Self {
             label: label.into(),
+            operation: (method, tool.into()),
             counters: Default::default(),
             duration: Default::default(),
         }
     }
 }
+
+/// The revisions a duration is labelled with (`mcp_protocol_version`).
+const VERSIONS: [ProtocolVersion; 5] = [
+    ProtocolVersion::V2024_11_05,
+    ProtocolVersion::V2025_03_26,
+    ProtocolVersion::V2025_06_18,
+    ProtocolVersion::V2025_11_25,
+    ProtocolVersion::V2026_07_28,
+];
 
 /// A request's or tool call's counters, ready to count into.
 pub struct Counted<'a> {
@@ -110,13 +128,39 @@ impl Counted<'_> {
         }
     }
 
-    pub fn observe(&self, seconds: f64) {
-        self.series
-            .duration
-            .get_or_init(|| self.durations.with_label_values(&[&*self.series.label]))
-            .observe(seconds);
+    /// Observes the operation's duration: `error_type` is the JSON-RPC
+    /// code or `tool_error` (`None`: no error), `version` the revision it
+    /// was answered in.
+    pub fn observe(
+        &self,
+        seconds: f64,
+        version: Option<ProtocolVersion>,
+        error_type: Option<&str>,
+    ) {
+        let (method, tool) = (&self.series.operation.0, &*self.series.operation.1);
+        let v = version.map_or("", ProtocolVersion::as_str);
+        match error_type {
+            None => {
+                let i = version
+                    .and_then(|v| VERSIONS.iter().position(|x| *x == v))
+                    .unwrap_or(VERSIONS.len());
+                self.series.duration[i]
+                    .get_or_init(|| self.durations.with_label_values(&[method, tool, "", v]))
+                    .observe(seconds)
+            }
+            Some(e) => self
+                .durations
+                .with_label_values(&[method, tool, e, v])
+                .observe(seconds),
+        }
     }
 }
+
+/// The bucket boundaries OpenTelemetry's MCP conventions give the
+/// operation and session durations (seconds).
+pub const MCP_BUCKETS: &[f64] = &[
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -180,7 +224,36 @@ impl Metrics {
             sessions_rebuilt: c("mcpd_sessions_rebuilt_total", "Session actors rebuilt from the shared session directory (after a restart, or a session created on another replica)."),
             http_requests: cv("mcpd_http_requests_total", "HTTP requests to the MCP endpoints, by HTTP method and status code.", &["method", "status"]),
             rpc_requests: cv("mcpd_jsonrpc_requests_total", "JSON-RPC requests completed, by MCP method and outcome (ok, error, tool_error, cancelled).", &["method", "outcome"]),
-            rpc_duration: hv("mcpd_jsonrpc_request_duration_seconds", "Time from dispatch to outcome of JSON-RPC requests, by MCP method.", &["method"]),
+            operation_duration: {
+                let m = HistogramVec::new(
+                    HistogramOpts::new("mcp_server_operation_duration_seconds", "mcp.server.operation.duration: time from the request's arrival to its answer, by MCP method, tool (configured names, else other; empty for other methods), error type (the JSON-RPC code or tool_error; empty without an error) and protocol revision.")
+                        .buckets(MCP_BUCKETS.to_vec()),
+                    &["mcp_method_name", "gen_ai_tool_name", "error_type", "mcp_protocol_version"],
+                )
+                .expect("valid metric");
+                registry.register(Box::new(m.clone())).expect("unique metric");
+                m
+            },
+            session_duration: {
+                let m = HistogramVec::new(
+                    HistogramOpts::new("mcp_server_session_duration_seconds", "mcp.server.session.duration: how long sessions held by this process lasted, by protocol revision.")
+                        .buckets(MCP_BUCKETS.to_vec()),
+                    &["mcp_protocol_version"],
+                )
+                .expect("valid metric");
+                registry.register(Box::new(m.clone())).expect("unique metric");
+                m
+            },
+            client_operation_duration: {
+                let m = HistogramVec::new(
+                    HistogramOpts::new("mcp_client_operation_duration_seconds", "mcp.client.operation.duration: the gateway's requests to upstream servers, by MCP method, upstream and error type (the JSON-RPC code or tool_error; empty without an error).")
+                        .buckets(MCP_BUCKETS.to_vec()),
+                    &["mcp_method_name", "mcpd_upstream", "error_type"],
+                )
+                .expect("valid metric");
+                registry.register(Box::new(m.clone())).expect("unique metric");
+                m
+            },
             requests_in_flight: g("mcpd_requests_in_flight", "JSON-RPC requests being processed (request actors alive)."),
             sse_events: c("mcpd_sse_events_sent_total", "SSE events written to clients (after being logged)."),
             sse_resumptions: cv("mcpd_sse_resumptions_total", "GET requests with Last-Event-ID, by result (ok, unknown, expired, gap, unavailable).", &["result"]),
@@ -199,7 +272,6 @@ impl Metrics {
             auth_rejections: cv("mcpd_auth_rejections_total", "Requests refused by authentication or authorization, by reason (missing_token, invalid_token, invalid_request, expired, wrong_audience, wrong_issuer, insufficient_scope, session_principal, inactive, dpop_bound, dpop_required, invalid_dpop_proof, unavailable).", &["reason"]),
             rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
             tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
-            tool_duration: hv("mcpd_tool_call_duration_seconds", "Duration of tools/call requests by tool (configured names, else other).", &["tool"]),
             tasks_created: c("mcpd_tasks_created_total", "Tasks created on this replica (tools/call answered with CreateTaskResult)."),
             tasks_finished: cv("mcpd_tasks_finished_total", "Tasks ended, by status (completed, failed, cancelled), counted by the replica that recorded the end.", &["status"]),
             tasks_working: g("mcpd_tasks_working", "Tasks running on this replica (working or input_required)."),
@@ -219,12 +291,12 @@ impl Metrics {
                 .iter()
                 .map(|m| m.info().metric_label())
                 .chain(["other"])
-                .map(OutcomeSeries::new)
+                .map(|m| OutcomeSeries::new(m, m, ""))
                 .collect(),
             tool_series: tools
                 .iter()
-                .map(|t| OutcomeSeries::new(t))
-                .chain([OutcomeSeries::new("other")])
+                .map(|t| OutcomeSeries::new(t, Method::ToolsCall.info().name, t))
+                .chain([OutcomeSeries::new("other", Method::ToolsCall.info().name, "other")])
                 .collect(),
             tool_labels: tools,
             process_cpu,
@@ -265,7 +337,7 @@ impl Metrics {
         Counted {
             series: &self.method_series[i],
             counters: &self.rpc_requests,
-            durations: &self.rpc_duration,
+            durations: &self.operation_duration,
         }
     }
 
@@ -280,7 +352,7 @@ impl Metrics {
         Counted {
             series: &self.tool_series[i],
             counters: &self.tool_calls,
-            durations: &self.tool_duration,
+            durations: &self.operation_duration,
         }
     }
 

@@ -57,7 +57,7 @@ pub(crate) fn build_on(
     server.metrics = Arc::new(mcpd_telemetry::Metrics::with_tool_labels(
         config.admin.metrics_tools.clone(),
     ));
-    let gateway = mcpd_gateway::Gateway::start(&config.upstream);
+    let gateway = mcpd_gateway::Gateway::start(&config.upstream, server.metrics.clone());
     server.upstreams = gateway.by_id();
     let metrics = server.metrics.clone();
     let server = Arc::new(server);

@@ -156,6 +156,8 @@ pub(super) struct Outcome {
     /// The request's context, for a dispatched request: says how a round
     /// that was set aside ended.
     ctx: Option<RequestContext>,
+    /// The revision the request was answered in.
+    version: Option<ProtocolVersion>,
     pub audit: Option<Audit>,
     start: std::time::Instant,
     done: bool,
@@ -167,6 +169,7 @@ impl Outcome {
         method: Option<Method>,
         tool: Option<Box<str>>,
         ctx: Option<RequestContext>,
+        version: Option<ProtocolVersion>,
     ) -> Self {
         metrics.requests_in_flight.inc();
         Self {
@@ -174,23 +177,30 @@ impl Outcome {
             method,
             tool,
             ctx,
+            version,
             audit: None,
             start: std::time::Instant::now(),
             done: false,
         }
     }
 
-    pub fn finish(&mut self, outcome: &str) {
+    /// Counts `outcome`; its duration goes to the operation histogram with
+    /// `error_type` (the JSON-RPC code or `tool_error`; `None`: no error).
+    pub fn finish(&mut self, outcome: &str, error_type: Option<&str>) {
         self.done = true;
         self.audit(outcome);
         let requests = self.metrics.requests_of(self.method);
         requests.outcome(outcome);
         let seconds = self.start.elapsed().as_secs_f64();
-        requests.observe(seconds);
-        if let Some(tool) = &self.tool {
-            let calls = self.metrics.tool_calls_of(tool);
-            calls.outcome(outcome);
-            calls.observe(seconds);
+        match &self.tool {
+            // A tool call's duration is the tool's series of the operation
+            // histogram (method tools/call, its tool name).
+            Some(tool) => {
+                let calls = self.metrics.tool_calls_of(tool);
+                calls.outcome(outcome);
+                calls.observe(seconds, self.version, error_type);
+            }
+            None => requests.observe(seconds, self.version, error_type),
         }
     }
 }
@@ -202,8 +212,11 @@ impl Drop for Outcome {
         // cancelled: count what the client was answered.
         match self.ctx.as_ref().and_then(RequestContext::round_end) {
             _ if self.done => {}
-            Some(RoundEnd::InputRequired) => self.finish("input_required"),
-            Some(RoundEnd::Refused) => self.finish("error"),
+            Some(RoundEnd::InputRequired) => self.finish("input_required", None),
+            Some(RoundEnd::Refused) => {
+                let code = ErrorCode::MISSING_CLIENT_CAPABILITY.0.to_string();
+                self.finish("error", Some(&code))
+            }
             None => self.cancelled(),
         }
     }
@@ -224,9 +237,14 @@ impl Watch {
         req: &Request,
         session: Option<(&str, ProtocolVersion)>,
     ) -> Self {
+        // A stateless-era request names its revision in `_meta`.
+        let version = session.map(|s| s.1).or_else(|| {
+            let m = req.meta()?.get(meta::PROTOCOL_VERSION)?.as_str()?;
+            ProtocolVersion::parse(m)
+        });
         Self {
-            outcome: Outcome::start(metrics.clone(), req.kind, None, None),
-            span: request_span(req, session.map(|s| s.0), session.map(|s| s.1)),
+            outcome: Outcome::start(metrics.clone(), req.kind, None, None, version),
+            span: request_span(req, session.map(|s| s.0), version),
         }
     }
 
@@ -244,19 +262,20 @@ impl Watch {
     }
 
     /// Counts a refusal with `code`, recorded on the span.
-    pub fn error_of(self, code: ErrorCode) {
+    pub fn error_of(mut self, code: ErrorCode) {
         record_answer(&self.span, Some(code), false);
-        self.error();
+        let code = code.0.to_string();
+        self.outcome.finish("error", Some(&code));
     }
 
     /// Counts a result.
     pub fn ok(mut self) {
-        self.outcome.finish("ok");
+        self.outcome.finish("ok", None);
     }
 
     /// Counts an error (a refusal).
     pub fn error(mut self) {
-        self.outcome.finish("error");
+        self.outcome.finish("error", Some("error"));
     }
 }
 

@@ -158,10 +158,25 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
         v("mcpd_jsonrpc_requests_total{method=\"tools/call\",outcome=\"cancelled\"}"),
         1.0
     );
+    // `mcp.server.operation.duration` (OpenTelemetry's MCP conventions):
+    // the finished ones, by tool, error type and revision.
+    let op = |tool: &str, error: &str| {
+        v(&format!(
+            "mcp_server_operation_duration_seconds_count{{error_type=\"{error}\",gen_ai_tool_name=\"{tool}\",mcp_method_name=\"tools/call\",mcp_protocol_version=\"2025-11-25\"}}"
+        ))
+    };
+    assert_eq!(op("echo", ""), 2.0, "durations of the finished ones");
+    assert_eq!(op("other", ""), 1.0, "the finished countdown");
+    assert_eq!(op("other", "-32602"), 1.0, "the unknown tool");
+    assert_eq!(op("other", "tool_error"), 1.0);
+    assert!(
+        text.contains("mcp_server_operation_duration_seconds_bucket{error_type=\"\",gen_ai_tool_name=\"echo\",mcp_method_name=\"tools/call\",mcp_protocol_version=\"2025-11-25\",le=\"0.01\"}"),
+        "the conventions' first bucket boundary"
+    );
+    // The session ended (DELETE): its duration once.
     assert_eq!(
-        v("mcpd_jsonrpc_request_duration_seconds_count{method=\"tools/call\"}"),
-        5.0,
-        "durations of the finished ones"
+        v("mcp_server_session_duration_seconds_count{mcp_protocol_version=\"2025-11-25\"}"),
+        1.0
     );
     assert_eq!(v("mcpd_requests_in_flight"), 0.0);
     // Per tool: configured names are labels, the rest is `other`.
@@ -175,10 +190,7 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
     assert_eq!(tool("other", "error"), 1.0, "the unknown tool");
     assert_eq!(tool("other", "tool_error"), 1.0);
     assert_eq!(tool("other", "cancelled"), 1.0);
-    assert_eq!(
-        v("mcpd_tool_call_duration_seconds_count{tool=\"echo\"}"),
-        2.0
-    );
+
     assert!(
         !text.contains("tool=\"countdown\"") && !text.contains("tool=\"no_such_tool\""),
         "unconfigured tool names never become labels"
@@ -270,7 +282,11 @@ fn metric_names(text: &str) -> Vec<String> {
     let mut i = 0;
     while i < bytes.len() {
         let start_ok = i == 0 || !word(bytes[i - 1]);
-        if start_ok && (text[i..].starts_with("mcpd_") || text[i..].starts_with("process_")) {
+        // (`mcp_method_name` and the like are labels, not metrics.)
+        let prefixed = ["mcpd_", "mcp_server_", "mcp_client_", "process_"]
+            .iter()
+            .any(|p| text[i..].starts_with(p));
+        if start_ok && prefixed {
             let end = (i..bytes.len())
                 .find(|&j| !word(bytes[j]))
                 .unwrap_or(bytes.len());

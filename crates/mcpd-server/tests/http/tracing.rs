@@ -470,12 +470,18 @@ async fn a_call_through_the_gateway_carries_its_trace_to_the_upstream() {
         ),
     )
     .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let admin = format!("127.0.0.1:{port}");
     let mcpd = McpdProcess::start_with(
         env!("CARGO_BIN_EXE_mcpd"),
         &["--config", config.to_str().unwrap()],
         &[
             ("MCPD_TRACING_OTLP_ENDPOINT", endpoint.as_str()),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("MCPD_ADMIN_LISTEN", admin.as_str()),
         ],
         None,
     );
@@ -551,4 +557,11 @@ async fn a_call_through_the_gateway_carries_its_trace_to_the_upstream() {
         hex(&client.span_id),
         "the upstream continues the trace from params._meta"
     );
+    // And `mcp.client.operation.duration` measured it.
+    let text = crate::metrics::scrape(&format!("http://{admin}")).await;
+    let calls = crate::metrics::sample(
+        &text,
+        "mcp_client_operation_duration_seconds_count{error_type=\"\",mcp_method_name=\"tools/call\",mcpd_upstream=\"inner\"}",
+    );
+    assert_eq!(calls, 1.0, "{text}");
 }
