@@ -169,9 +169,20 @@ async fn counters_follow_the_traffic_and_promtool_accepts_the_scrape() {
     assert_eq!(op("other", ""), 1.0, "the finished countdown");
     assert_eq!(op("other", "-32602"), 1.0, "the unknown tool");
     assert_eq!(op("other", "tool_error"), 1.0);
-    assert!(
-        text.contains("mcp_server_operation_duration_seconds_bucket{error_type=\"\",gen_ai_tool_name=\"echo\",mcp_method_name=\"tools/call\",mcp_protocol_version=\"2025-11-25\",le=\"0.01\"}"),
-        "the conventions' first bucket boundary"
+    // Exactly the conventions' bucket boundaries.
+    let series = "mcp_server_operation_duration_seconds_bucket{error_type=\"\",gen_ai_tool_name=\"echo\",mcp_method_name=\"tools/call\",mcp_protocol_version=\"2025-11-25\",le=\"";
+    let les: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(series))
+        .filter_map(|l| l.split('"').next())
+        .collect();
+    assert_eq!(
+        les,
+        [
+            "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "30", "60", "120",
+            "300", "+Inf"
+        ],
+        "the buckets of mcp.server.operation.duration"
     );
     // The session ended (DELETE): its duration once.
     assert_eq!(
