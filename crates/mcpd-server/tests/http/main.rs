@@ -55,6 +55,8 @@
 //!   directory reloaded when it changes.
 //! - [`tool_macro`]: a tool written with `#[mcpd::tool]` is named and
 //!   described by its function, and served.
+//! - [`prometheus`]: the dashboard's queries and the alert rules against a
+//!   real Prometheus scraping a real mcpd.
 //! - [`doctor`]: `mcpd doctor` against mcpd directly, behind a real nginx
 //!   that buffers SSE or cuts idle streams, with auth metadata naming
 //!   another resource, and with a Host allow-list refusing the public name.
@@ -80,6 +82,7 @@ mod metrics;
 mod node;
 mod overload;
 mod post;
+mod prometheus;
 mod redis_store;
 mod scaleout;
 mod sdk_resume;
