@@ -91,7 +91,8 @@ impl TaskWatch {
     }
 
     /// `id` may have changed: its watchers get its record, read once (no
-    /// watcher: nothing is read). Call inside an actix arbiter.
+    /// watcher: nothing is read). Call inside a tokio runtime (any: a task's
+    /// end may be written while the process shuts down).
     pub fn poke(self: &Arc<Self>, id: &TaskId, store: Arc<dyn TaskStore>) {
         {
             let Some(mut w) = self.by_task.get_mut(id) else {
@@ -104,7 +105,7 @@ impl TaskWatch {
             w.busy = true;
         }
         let (this, id) = (self.clone(), id.clone());
-        actix::spawn(async move {
+        tokio::spawn(async move {
             loop {
                 if let Some(mut w) = this.by_task.get_mut(&id) {
                     w.dirty = false;
