@@ -199,9 +199,21 @@ impl Skills {
 
     /// `skills/get`: the skill whose `SKILL.md` is `uri`.
     pub fn get(&self, uri: &str) -> Result<GetSkillResult, ErrorObject> {
-        self.entries()
-            .into_iter()
-            .find(|s| s.uri == uri)
+        // Only the one entry asked for is rendered: this server's skill,
+        // else an upstream's (in the order `entries` gives them).
+        let own = self
+            .snapshot()
+            .iter()
+            .find(|s| s.uri() == uri)
+            .map(|s| s.entry());
+        let upstream = || {
+            let ups = self.upstreams.read().unwrap_or_else(|p| p.into_inner());
+            ups.iter()
+                .flat_map(|u| &u.entries)
+                .find(|e| e.uri == uri)
+                .cloned()
+        };
+        own.or_else(upstream)
             .map(|skill| GetSkillResult { skill })
             .ok_or_else(|| {
                 ErrorObject::invalid_params(format!(
@@ -296,12 +308,11 @@ impl ResourceProvider for Skills {
     /// frontmatter's name and description).
     async fn list(&self) -> Vec<Resource> {
         let skills = self.snapshot();
-        let mut by_depth: Vec<&Arc<Skill>> = skills.iter().collect();
-        by_depth.sort_by_key(|s| std::cmp::Reverse(s.path().matches('/').count()));
+        let mut by_depth: Vec<(usize, &Arc<Skill>)> = skills.iter().enumerate().collect();
+        by_depth.sort_by_key(|(_, s)| std::cmp::Reverse(s.path().matches('/').count()));
         let mut seen = std::collections::HashSet::new();
         let mut out: Vec<(usize, Resource)> = Vec::new();
-        for s in by_depth {
-            let order = skills.iter().position(|x| Arc::ptr_eq(x, s)).unwrap_or(0);
+        for (order, s) in by_depth {
             for r in s.resources() {
                 if seen.insert(r.uri.clone()) {
                     out.push((order, r));

@@ -132,8 +132,8 @@ impl Upstream {
         )
         .instrument(span.clone())
         .await;
-        trace::record(&span, &answer);
         let error_type = trace::error_type(&answer);
+        trace::record(&span, &answer, error_type.as_deref());
         self.metrics
             .client_operation_duration
             .with_label_values(&[

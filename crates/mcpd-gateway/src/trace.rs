@@ -5,7 +5,7 @@
 //! `tracestate`), so the upstream's server span is its child.
 
 use mcpd_protocol::methods::Method;
-use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::types::{CallToolResult, JsonObject};
 use mcpd_protocol::ErrorObject;
 use mcpd_telemetry::trace::{spans_wanted, trace_context_of};
 use mcpd_telemetry::Clean;
@@ -80,24 +80,22 @@ pub(crate) fn carry_context(
 pub(crate) fn error_type(answer: &Result<Value, ErrorObject>) -> Option<String> {
     match answer {
         Err(e) => Some(e.code.0.to_string()),
-        Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Some("tool_error".into()),
+        Ok(v) if CallToolResult::is_error_in(v) => Some("tool_error".into()),
         Ok(_) => None,
     }
 }
 
-/// Records how the upstream answered on the client span.
-pub(crate) fn record(span: &tracing::Span, answer: &Result<Value, ErrorObject>) {
-    match answer {
-        Err(e) => {
-            let code = e.code.0.to_string();
-            span.record("error.type", code.as_str());
-            span.record("rpc.response.status_code", code.as_str());
-            span.record("otel.status_code", "ERROR");
-        }
-        Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => {
-            span.record("error.type", "tool_error");
-            span.record("otel.status_code", "ERROR");
-        }
-        Ok(_) => {}
+/// Records how the upstream answered (`error_type`, from [`error_type`])
+/// on the client span.
+pub(crate) fn record(
+    span: &tracing::Span,
+    answer: &Result<Value, ErrorObject>,
+    error_type: Option<&str>,
+) {
+    let Some(e) = error_type else { return };
+    span.record("error.type", e);
+    if answer.is_err() {
+        span.record("rpc.response.status_code", e);
     }
+    span.record("otel.status_code", "ERROR");
 }

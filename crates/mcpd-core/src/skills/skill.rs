@@ -227,11 +227,11 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 fn digest(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
+    use std::fmt::Write;
     let mut s = String::with_capacity(7 + 64);
     s.push_str("sha256:");
-    for b in d {
-        s.push_str(&format!("{b:02x}"));
+    for b in Sha256::digest(bytes) {
+        let _ = write!(s, "{b:02x}");
     }
     s
 }

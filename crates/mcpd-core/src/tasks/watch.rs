@@ -10,7 +10,7 @@
 //! poke reads the record once for all of a task's watchers, and reads of
 //! one task never overlap, so they cannot arrive out of order.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 
 use actix::prelude::*;
 use async_trait::async_trait;
@@ -153,29 +153,24 @@ pub(crate) type OnChange = Arc<dyn Fn(&TaskId) + Send + Sync>;
 /// A task store that says when a task changed (see the module docs).
 pub(crate) struct WatchedStore {
     inner: Arc<dyn TaskStore>,
-    on_change: Mutex<Option<OnChange>>,
+    on_change: OnceLock<OnChange>,
 }
 
 impl WatchedStore {
     pub fn new(inner: Arc<dyn TaskStore>) -> Self {
         Self {
             inner,
-            on_change: Mutex::new(None),
+            on_change: OnceLock::new(),
         }
     }
 
     /// Set once, by the service the store belongs to.
     pub fn on_change(&self, f: OnChange) {
-        *self.on_change.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        let _ = self.on_change.set(f);
     }
 
     fn changed(&self, id: &TaskId) {
-        let f = self
-            .on_change
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        if let Some(f) = f {
+        if let Some(f) = self.on_change.get() {
             f(id);
         }
     }

@@ -71,7 +71,6 @@ impl HttpLink {
 
     /// POSTs one message; whatever comes back goes to the actor.
     pub async fn post(self: Arc<Self>, msg: Message) {
-        let unsent = msg.clone();
         let (request_id, is_init) = match &msg {
             Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
             _ => (None, false),
@@ -108,7 +107,7 @@ impl HttpLink {
         if res.status().as_u16() == 404 && !is_init && get(&self.session).is_some() {
             // The remote session is gone (the server restarted): the
             // request never ran; the actor reconnects and sends it again.
-            self.reporter.session_ended(unsent);
+            self.reporter.session_ended(msg);
             return;
         }
         if is_init {

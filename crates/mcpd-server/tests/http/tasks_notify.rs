@@ -11,7 +11,7 @@ use mcpd_testkit::{McpClient, SseStream, TestCluster};
 use serde_json::{json, Value};
 
 use crate::backend::both_backends;
-use crate::tasks::{get, ok, start, with_t, T, V};
+use crate::tasks::{get, ok, start, with_t, V};
 use crate::WAIT;
 
 const SUB_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -178,7 +178,6 @@ async fn another_principal_s_task_is_not_watched() {
     ok(&alice, "tasks/cancel", json!({"taskId": id}), with_t()).await;
     let heard = st.try_next_within(Duration::from_millis(1500)).await;
     assert!(heard.is_err(), "mallory heard of alice's task: {heard:?}");
-    let _ = T;
 }
 
 /// Three replicas on Redis: the task runs on replica 0, the listen is on
