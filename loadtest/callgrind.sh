@@ -15,7 +15,10 @@
 # (defaults: target/release/mcpd, target/release/mcpd-loadtest, 5, 15).
 # STORE=redis runs mcpd on the Redis store (a redis-server of its own on a
 # unix socket, no persistence); TOOL=countdown measures the SSE call
-# (countdown, one step, one progress notification) instead of echo.
+# (countdown, one step, one progress notification) instead of echo;
+# SCENARIO=sessions measures a session's whole life instead of a call
+# (initialize + notifications/initialized + DELETE, 32 workers looping),
+# printed per session.
 # Loopback only; needs valgrind (apt-get install -y valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,8 @@ if [ "${STORE:-memory}" = redis ]; then
 fi
 TOOL_ARGS=(--tool echo --arguments '{"message":"hello"}')
 [ "${TOOL:-echo}" = countdown ] && TOOL_ARGS=(--tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress)
+LOAD_ARGS=(--sessions 32 --concurrency 1 "${TOOL_ARGS[@]}"); UNIT=call
+[ "${SCENARIO:-calls}" = sessions ] && { LOAD_ARGS=(--scenario sessions --sessions 4 --concurrency 8); UNIT=session; }
 
 run() {  # run SECONDS: prints "instructions memset_instructions calls"
   local secs=$1 out="$TMP/cg.$1"
@@ -47,8 +52,8 @@ run() {  # run SECONDS: prints "instructions memset_instructions calls"
   for _ in $(seq 600); do url=$(sed -n 's/^mcpd listening on //p' "$TMP/stdout.$secs"); [ -n "$url" ] && break; sleep 0.1; done
   [ -n "$url" ] || { echo "mcpd did not start under valgrind: $(tail -5 "$TMP/stderr.$secs")" >&2; exit 1; }
   local calls
-  calls=$("$LOADTEST" --url "$url" --sessions 32 --concurrency 1 --warmup 0 --duration "$secs" \
-    "${TOOL_ARGS[@]}" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ok"])')
+  calls=$("$LOADTEST" --url "$url" --warmup 0 --duration "$secs" \
+    "${LOAD_ARGS[@]}" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ok"])')
   kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID=""
   callgrind_annotate --threshold=100 "$out" 2>/dev/null | python3 -c '
 import re, sys
@@ -68,13 +73,14 @@ print(total, memset, sys.argv[1])' "$calls"
 
 read -r I1 M1 C1 < <(run "$SHORT")
 read -r I2 M2 C2 < <(run "$LONG")
-python3 - "$I1" "$M1" "$C1" "$I2" "$M2" "$C2" <<'PY'
+python3 - "$I1" "$M1" "$C1" "$I2" "$M2" "$C2" "$UNIT" <<'PY'
 import sys
-i1, m1, c1, i2, m2, c2 = map(int, sys.argv[1:])
+i1, m1, c1, i2, m2, c2 = map(int, sys.argv[1:7])
+unit = sys.argv[7]
 calls = c2 - c1
 if calls <= 0:
     sys.exit(f"the long run served no more calls than the short one ({c2} vs {c1})")
-print(f"calls served: {c1} ({sys.argv[3]}) and {c2}")
-print(f"instructions per call: {(i2 - i1) / calls:,.0f}")
-print(f"instructions per call without memset: {((i2 - m2) - (i1 - m1)) / calls:,.0f}")
+print(f"{unit}s served: {c1} and {c2}")
+print(f"instructions per {unit}: {(i2 - i1) / calls:,.0f}")
+print(f"instructions per {unit} without memset: {((i2 - m2) - (i1 - m1)) / calls:,.0f}")
 PY
