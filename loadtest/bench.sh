@@ -3,7 +3,7 @@
 # another, under the same load, and the page written from what was measured.
 #
 #   loadtest/bench.sh [--quick] [--runs N] [--duration S] [--soak S]
-#                     [--no-build] [--out FILE]
+#                     [--no-build] [--out FILE] [--only gateway]
 #
 # Builds mcpd and mcpd-loadtest (release) and the peers
 # (loadtest/peers/build.sh: rmcp, tower-mcp, TypeScript SDK, bare actix-web, in
@@ -21,15 +21,21 @@
 #             sessions: 32 workers (every server);
 #             idle: 2,000 sessions + 2,000 GET streams (every server);
 #             resume and mixed (mcpd, both stores)
+#   gateway   the echo call through a front mcpd (core 0) to an upstream on
+#             core 1: another mcpd over HTTP, and `mcpd --stdio` (its child)
 # then 3 mcpd replicas round-robin on one Redis (all on core 0), 10,000 SSE
 # streams on mcpd started with a soft fd limit of 1,024, and a soak of mixed
 # traffic (600 s; --quick: 60 s). Medians of the runs with min-max go to
 # docs/performance.md (or --out). Default: 10 s per run, about 25 minutes
 # with the soak; --quick: 5 s per run, about 10 minutes. Loopback only;
 # every run is bounded in time.
+#
+# --only gateway runs the gateway part alone (with mcpd's own echo beside it,
+# for the native row), to try it: the page it writes has n/a elsewhere, so
+# give it --out, and loadtest/results/ is left as it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=3; DUR=10; SOAK=600; QUICK=0; BUILD=1; OUT=docs/performance.md
+RUNS=3; DUR=10; SOAK=600; QUICK=0; BUILD=1; OUT=docs/performance.md; ONLY=
 IDLE_N=2000; MANY_STREAMS=10000; SESS=32; WORKERS=1
 while [ $# -gt 0 ]; do
   case $1 in
@@ -39,12 +45,13 @@ while [ $# -gt 0 ]; do
     --soak) SOAK=$2; shift ;;
     --no-build) BUILD=0 ;;
     --out) OUT=$2; shift ;;
-    *) echo "usage: $0 [--quick] [--runs N] [--duration S] [--soak S] [--no-build] [--out FILE]" >&2; exit 2 ;;
+    --only) [ "$2" = gateway ] || { echo "--only: gateway is the one part that runs alone" >&2; exit 2; }; ONLY=$2; shift ;;
+    *) echo "usage: $0 [--quick] [--runs N] [--duration S] [--soak S] [--no-build] [--out FILE] [--only gateway]" >&2; exit 2 ;;
   esac
   shift
 done
 PEERS_DIR=${PEERS_DIR:-/tmp/mcpd-peers}
-for tool in taskset redis-server node python3; do
+for tool in taskset pgrep redis-server node python3; do
   command -v $tool >/dev/null || { echo "$tool is missing (redis-server: apt-get install -y redis-server)" >&2; exit 1; }
 done
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 0, load generator on core 1)" >&2; exit 1; }
@@ -52,7 +59,7 @@ done
 if [ $BUILD = 1 ]; then
   echo "bench: building mcpd and mcpd-loadtest (release)" >&2
   cargo build --release -q -p mcpd-server -p mcpd-loadtest
-  loadtest/peers/build.sh "$PEERS_DIR" >/dev/null
+  [ -n "$ONLY" ] || loadtest/peers/build.sh "$PEERS_DIR" >/dev/null
 fi
 LT=${CARGO_TARGET_DIR:-target}/release/mcpd-loadtest
 MCPD=${CARGO_TARGET_DIR:-target}/release/mcpd
@@ -73,7 +80,8 @@ REDIS_URL="redis+unix://$WORK/redis.sock"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start SERVER [NAME] -> SPID, SURL. Every server is pinned to core 0.
+# start SERVER [NAME] -> SPID, SURL. Every server is pinned to core 0; an
+# upstream behind the gateway to core 1 (see gateway_hop).
 start() {
   local server=$1 name=${2:-$1} port
   local out=$WORK/$name.out err=$WORK/$name.err
@@ -85,6 +93,8 @@ start() {
     mcpd-redis) MCPD_SERVER_WORKERS=1 taskset -c 0 $MCPD --listen 127.0.0.1:0 \
                   --store redis --redis-url "$REDIS_URL" >"$out" 2>"$err" & ;;
     mcpd-lowfd) (ulimit -Sn 1024; MCPD_SERVER_WORKERS=1 exec taskset -c 0 $MCPD --listen 127.0.0.1:0) >"$out" 2>"$err" & ;;
+    mcpd-upstream) MCPD_SERVER_WORKERS=1 taskset -c 1 $MCPD --listen 127.0.0.1:0 >"$out" 2>"$err" & ;;
+    gateway-*) MCPD_SERVER_WORKERS=1 taskset -c 0 $MCPD --listen 127.0.0.1:0 --config "$WORK/$server.toml" >"$out" 2>"$err" & ;;
     rmcp) port=$(free_port); taskset -c 0 "$PEERS_DIR/rmcp-echo/target/release/rmcp-echo" "$port" >"$out" 2>"$err" & ;;
     tower-mcp) port=$(free_port); taskset -c 0 "$PEERS_DIR/tower-mcp-echo/target/release/tower-mcp-echo" "$port" >"$out" 2>"$err" & ;;
     ts-sdk) port=$(free_port); taskset -c 0 node "$PEERS_DIR/ts-sdk/server.mjs" "$port" >"$out" 2>"$err" & ;;
@@ -135,7 +145,50 @@ run_one() {
   stop
 }
 
+# The gateway hop: the same echo call through a front mcpd (core 0) to an
+# upstream that serves it, declared as `up` in the front's config: another
+# mcpd over Streamable HTTP, or `mcpd --stdio` as the front's child. The
+# upstream runs on core 1 beside the load generator, as redis-server does, so
+# the front has core 0 to itself and each process's CPU is its own
+# (--aux-pid: the upstream's). The load goes to /mcp/up, the pass-through
+# endpoint, so the tool keeps its name (`echo`, not `up__echo` as on /mcp).
+# One upstream connection serves all sessions (share = "shared", the default).
+cat >"$WORK/gateway-stdio.toml" <<EOF
+[[upstream]]
+id = "up"
+command = "taskset"   # execs mcpd: the front's child is the upstream itself
+args = ["-c", "1", "$(readlink -f "$MCPD")", "--stdio"]
+EOF
+# up_ready FRONT_ERR: the front starts listening before the upstream's
+# handshake is done and logs this when it is, so no call of the warm-up fails.
+up_ready() {
+  for _ in $(seq 100); do grep -q 'upstream connected upstream="up"' "$1" && return; sleep 0.1; done
+  echo "bench: the gateway's upstream did not connect: $(tail -3 "$1")" >&2; exit 1
+}
+gateway_hop() {
+  local run=$1 upid
+  # The native row is mcpd's calls-echo, measured with the other servers
+  # when everything runs.
+  [ -z "$ONLY" ] || run_one mcpd calls-echo "$run" "${CALLS[@]}"
+  start mcpd-upstream upstream
+  upid=$SPID
+  printf '[[upstream]]\nid = "up"\nurl = "%s"\n' "$SURL" >"$WORK/gateway-http.toml"
+  start gateway-http
+  up_ready "$WORK/gateway-http.err"
+  load gateway-echo gateway-http "$run" --url "$SURL/up" --pid "$SPID" --aux-pid "$upid" "${CALLS[@]}"
+  stop
+  kill "$upid" 2>/dev/null || true; wait "$upid" 2>/dev/null || true
+  start gateway-stdio
+  up_ready "$WORK/gateway-stdio.err"
+  upid=$(pgrep -P "$SPID" | head -1)
+  [ -n "$upid" ] || { echo "bench: no stdio upstream under the gateway" >&2; exit 1; }
+  load gateway-echo gateway-stdio "$run" --url "$SURL/up" --pid "$SPID" --aux-pid "$upid" "${CALLS[@]}"
+  stop   # mcpd stops its child's process group on the way out
+}
+
 for run in $(seq "$RUNS"); do
+  gateway_hop "$run"
+  [ -z "$ONLY" ] || continue
   for server in mcpd mcpd-redis rmcp tower-mcp ts-sdk actix-bare; do
     run_one $server calls-echo "$run" "${CALLS[@]}"
     case $server in mcpd*) run_one $server calls-sse "$run" "${CALLS[@]}" "${SSE[@]}" ;; esac
@@ -155,30 +208,33 @@ for run in $(seq "$RUNS"); do
   for p in "${PIDS[@]: -3}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 done
 
-# 10,000 SSE streams: with the fd limit this shell gives mcpd, then with mcpd
-# started with a soft limit of 1,024 (it must raise it itself).
-MANY=(--scenario idle --sessions $MANY_STREAMS --settle 3 --setup-concurrency 64 --setup-timeout 90)
-start mcpd
-MCPD_SOFT_FD_DEFAULT=$(awk '/Max open files/ {print $4}' /proc/$SPID/limits)
-load streams-10k mcpd 1 --url "$SURL" --pid "$SPID" "${MANY[@]}"
-stop
-start mcpd-lowfd
-sleep 0.5
-MCPD_SOFT_FD_AFTER=$(awk '/Max open files/ {print $4}' /proc/$SPID/limits 2>/dev/null || echo "?")
-load streams-10k-lowfd mcpd 1 --url "$SURL" --pid "$SPID" "${MANY[@]}"
-stop
+MCPD_SOFT_FD_DEFAULT=n/a; MCPD_SOFT_FD_AFTER=n/a
+if [ -z "$ONLY" ]; then
+  # 10,000 SSE streams: with the fd limit this shell gives mcpd, then with mcpd
+  # started with a soft limit of 1,024 (it must raise it itself).
+  MANY=(--scenario idle --sessions $MANY_STREAMS --settle 3 --setup-concurrency 64 --setup-timeout 90)
+  start mcpd
+  MCPD_SOFT_FD_DEFAULT=$(awk '/Max open files/ {print $4}' /proc/$SPID/limits)
+  load streams-10k mcpd 1 --url "$SURL" --pid "$SPID" "${MANY[@]}"
+  stop
+  start mcpd-lowfd
+  sleep 0.5
+  MCPD_SOFT_FD_AFTER=$(awk '/Max open files/ {print $4}' /proc/$SPID/limits 2>/dev/null || echo "?")
+  load streams-10k-lowfd mcpd 1 --url "$SURL" --pid "$SPID" "${MANY[@]}"
+  stop
 
-# Soak: mixed traffic with session churn, cancellations and resumptions.
-start mcpd
-load soak mcpd 1 --url "$SURL" --pid "$SPID" --scenario soak --sessions 8 --concurrency 8 \
-  --duration "$SOAK" --settle 10 --sample-every $(( SOAK >= 300 ? 30 : 10 ))
-stop
+  # Soak: mixed traffic with session churn, cancellations and resumptions.
+  start mcpd
+  load soak mcpd 1 --url "$SURL" --pid "$SPID" --scenario soak --sessions 8 --concurrency 8 \
+    --duration "$SOAK" --settle 10 --sample-every $(( SOAK >= 300 ? 30 : 10 ))
+  stop
+fi
 
 T1=$(date +%s)
 {
   echo "date=$(date -u +%Y-%m-%d)"
   echo "seconds=$((T1 - T0))"
-  echo "runs=$RUNS"; echo "duration=$DUR"; echo "soak=$SOAK"; echo "quick=$QUICK"
+  echo "runs=$RUNS"; echo "duration=$DUR"; echo "soak=$SOAK"; echo "quick=$QUICK"; echo "only=$ONLY"
   echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
   echo "nproc=$(nproc)"
   echo "mem=$(free -g | awk '/^Mem:/ {print $2}') GiB"
@@ -197,5 +253,6 @@ T1=$(date +%s)
   echo "mcpd_soft_fd_running=$MCPD_SOFT_FD_AFTER"
 } >"$WORK/meta.txt"
 python3 loadtest/bench-report.py "$WORK" "$OUT"
-mkdir -p loadtest/results && cp "$RESULTS" loadtest/results/bench.jsonl && cp "$WORK/meta.txt" loadtest/results/meta.txt
+# The raw results kept beside the page are those of a whole bench.
+[ -n "$ONLY" ] || { mkdir -p loadtest/results && cp "$RESULTS" loadtest/results/bench.jsonl && cp "$WORK/meta.txt" loadtest/results/meta.txt; }
 echo "bench: wrote $OUT (raw results in $WORK)" >&2
