@@ -249,12 +249,10 @@ impl Lifecycle {
             ),
             None => None,
         };
+        // The record and this replica as its holder, in one round trip.
+        let holder = self.cluster.shared().then(|| self.cluster.replica());
         self.directory
-            .put(&id, bytes)
-            .await
-            .map_err(InitializeError::Store)?;
-        self.cluster
-            .register_holder(&id)
+            .create(&id, bytes, holder)
             .await
             .map_err(InitializeError::Store)?;
         // Debug, not info: at thousands of sessions a second a line each

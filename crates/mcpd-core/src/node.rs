@@ -111,6 +111,11 @@ impl Node {
         if failures > m.redis_errors.get() {
             m.redis_errors.inc_by(failures - m.redis_errors.get());
         }
+        let trips = self.log.round_trips();
+        if trips > m.redis_round_trips.get() {
+            m.redis_round_trips
+                .inc_by(trips - m.redis_round_trips.get());
+        }
     }
 }
 

@@ -110,6 +110,10 @@ pub struct SessionActor {
     /// The last append failed even after holding its events: later ones
     /// are tried once, not held, until one succeeds.
     log_failing: bool,
+    /// Ownership records (requests that began or ended running here) to
+    /// write with the next append, in its round trip, or on their own when
+    /// nothing is appended (`session/effects.rs`).
+    owners: Vec<mcpd_store::OwnerChange>,
     /// Changes of session state from the POST being handled, saved once
     /// at its end (`session/requests.rs`).
     changes: Vec<pending::StateChange>,
@@ -198,6 +202,7 @@ impl SessionActor {
             expired: false,
             checking_owners: false,
             log_failing: false,
+            owners: Vec::new(),
             changes: Vec::new(),
         }
     }
@@ -267,6 +272,10 @@ impl Actor for SessionActor {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        let owners = std::mem::take(&mut self.owners);
+        if !owners.is_empty() {
+            self.env.cluster.record(&self.id, owners);
+        }
         for (_, req) in self.requests.drain() {
             req.actor.do_send(Cancel);
         }

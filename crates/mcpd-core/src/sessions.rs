@@ -227,14 +227,17 @@ impl SessionTable {
             return Ok(false);
         }
         // The record first: if the store is away the session is left intact
-        // and the client's retry of DELETE will work.
-        let holders = self.env.cluster.holders(&id).await;
-        self.env.directory.remove(&id).await?;
+        // and the client's retry of DELETE will work. A shared store reads
+        // the holders and removes the streams in the same round trip.
+        let removed = self.env.directory.remove(&id).await?;
         self.env.server.metrics.sessions_deleted.inc();
         if let Some(h) = self.forget(&id) {
             h.terminate();
         }
-        self.env.log.remove_session(&id).await;
+        if !removed.streams_removed {
+            self.env.log.remove_session(&id).await;
+        }
+        let holders = self.env.cluster.live_holders(removed.holders).await;
         // Every other replica drops its actor (stopping requests it runs)
         // before DELETE is answered: no replica serves the session after.
         self.env.cluster.end_everywhere(&id, holders).await;

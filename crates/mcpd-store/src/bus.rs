@@ -18,6 +18,15 @@ use tokio::sync::mpsc;
 use crate::error::StoreError;
 use crate::id::{Owned, ReplicaId, SessionId};
 
+/// An ownership record to write together with other store commands (an
+/// append, a session record), so it costs no round trip of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OwnerChange {
+    pub what: Owned,
+    /// `Some`: recorded as owned by this replica; `None`: cleared.
+    pub owner: Option<ReplicaId>,
+}
+
 /// Where a control message goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusTarget<'a> {
@@ -50,6 +59,9 @@ pub trait ControlBus: Send + Sync + 'static {
     /// Live replicas other than this one that hold an actor for `session`
     /// (they record themselves as owners with [`Owned::Holder`]).
     async fn holders(&self, session: &SessionId) -> Result<Vec<ReplicaId>, StoreError>;
+    /// Those of `replicas` other than this one that are running (the
+    /// holders a session's removal found, say).
+    async fn alive_others(&self, replicas: Vec<ReplicaId>) -> Result<Vec<ReplicaId>, StoreError>;
 
     /// A graceful exit: waits (at most `within`) for this replica's store
     /// commands still running, then stops its heartbeat and deletes its

@@ -31,8 +31,8 @@ pub mod redis;
 pub mod tasks;
 
 pub use budget::{Budget, Budgets};
-pub use bus::{BusTarget, ControlBus};
-pub use directory::{SessionDirectory, Touch};
+pub use bus::{BusTarget, ControlBus, OwnerChange};
+pub use directory::{Removed, SessionDirectory, Touch};
 pub use error::StoreError;
 pub use id::{Owned, ReplicaId, SessionId, StreamId, TaskId};
 pub use log::{EventLog, NewEvent, StoredEvent};

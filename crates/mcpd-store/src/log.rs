@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use crate::bus::OwnerChange;
 use crate::error::StoreError;
 use crate::id::{SessionId, StreamId};
 
@@ -60,6 +61,24 @@ pub trait EventLog: Send + Sync + 'static {
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError>;
 
+    /// [`append_batch`](EventLog::append_batch), writing `owners` in the
+    /// same round trip, after the events (so a request's result is stored
+    /// before its ownership record is cleared). Only a log the replicas
+    /// share holds ownership records; one of this process alone has none
+    /// to write (`owners` is then empty: the process's cluster is local).
+    async fn append_with_owners(
+        &self,
+        session: &SessionId,
+        events: &[NewEvent],
+        owners: &[OwnerChange],
+    ) -> Result<Vec<u64>, StoreError> {
+        debug_assert!(
+            owners.is_empty(),
+            "ownership records on a log no replica shares"
+        );
+        self.append_batch(session, events).await
+    }
+
     /// Every event of `stream` after sequence number `after`, oldest first.
     async fn replay(
         &self,
@@ -103,6 +122,11 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// Store commands that failed so far (0 for a store that cannot fail).
     fn failures(&self) -> u64 {
+        0
+    }
+
+    /// Round trips to the store so far (0 for a store of this process).
+    fn round_trips(&self) -> u64 {
         0
     }
 }

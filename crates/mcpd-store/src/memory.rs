@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::directory::SessionDirectory;
+use crate::directory::{Removed, SessionDirectory};
 use crate::error::StoreError;
 use crate::id::{SessionId, StreamId};
 use crate::log::{EventLog, NewEvent, StoredEvent};
@@ -435,12 +435,12 @@ impl SessionDirectory for MemorySessionDirectory {
         let _ = self.remove(session).await;
     }
 
-    async fn remove(&self, session: &SessionId) -> Result<(), StoreError> {
+    async fn remove(&self, session: &SessionId) -> Result<Removed, StoreError> {
         self.records
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(session.as_str());
-        Ok(())
+        Ok(Removed::default())
     }
 }
 

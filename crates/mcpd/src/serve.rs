@@ -85,6 +85,7 @@ pub(crate) fn serve_core(
         |e: ConfigError| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
     let port = listener.local_addr()?.port();
     let auth = auth::authenticator(config, redis.as_ref(), port).map_err(invalid)?;
+    let store = redis.clone();
     let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
     let upstream_scopes = Arc::new(
@@ -214,6 +215,7 @@ pub(crate) fn serve_core(
         admin.as_ref().map(|(_, s)| s.handle()),
         nodes,
         tasks,
+        store,
         &config.server,
     );
     Ok(Running {

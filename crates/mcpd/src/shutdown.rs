@@ -15,8 +15,9 @@
 //!    and answers what never finished with a clear error;
 //! 4. the HTTP server stops (actix gets two more seconds to write the hints);
 //! 5. the replica retires: the store commands still under way (the last
-//!    appends, ownership removals) finish — the store connection lives on
-//!    the main runtime, past the HTTP workers — and its liveness key is
+//!    appends, ownership removals) finish — from step 1 on they are sent on
+//!    the store's connection of the main runtime, which outlives the HTTP
+//!    workers, not on the workers' own — and its liveness key is
 //!    deleted, so the other replicas answer the requests it could not
 //!    finish at once instead of after the key's TTL. Tasks still running
 //!    are failed first, with a message that says the server shut down.
@@ -44,6 +45,9 @@ pub struct StopHandle {
     nodes: Vec<Arc<Node>>,
     /// The task service, whose unfinished tasks fail at the end.
     tasks: Option<Arc<mcpd_core::Tasks>>,
+    /// The Redis store: its commands leave the HTTP workers' connections
+    /// for its own runtime's when the stop begins (the workers stop first).
+    redis: Option<Arc<mcpd_store::RedisStore>>,
     delay: Duration,
     grace: Duration,
     phase: Arc<watch::Sender<Phase>>,
@@ -59,6 +63,7 @@ impl StopHandle {
         admin: Option<ServerHandle>,
         nodes: Vec<Arc<Node>>,
         tasks: Option<Arc<mcpd_core::Tasks>>,
+        redis: Option<Arc<mcpd_store::RedisStore>>,
         server: &crate::config::ServerSection,
     ) -> Self {
         Self {
@@ -66,6 +71,7 @@ impl StopHandle {
             admin,
             nodes,
             tasks,
+            redis,
             delay: Duration::from_secs(server.shutdown_delay_secs),
             grace: Duration::from_secs(server.shutdown_grace_secs),
             phase: Arc::new(watch::channel(Phase::Serving).0),
@@ -88,6 +94,9 @@ impl StopHandle {
             }
             first
         });
+        if let Some(redis) = &self.redis {
+            redis.leave_worker_connections();
+        }
         for n in &self.nodes {
             n.lifecycle.begin_shutdown();
             n.feed.end_listeners();

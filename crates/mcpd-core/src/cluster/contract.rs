@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::{ErrorObject, RequestId};
-use mcpd_store::{ReplicaId, SessionId, StoreError, StreamId, TaskId};
+use mcpd_store::{OwnerChange, ReplicaId, SessionId, StoreError, StreamId, TaskId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -121,11 +121,19 @@ pub trait Cluster: Send + Sync + 'static {
     /// A holder acknowledged an `End` or `Reload`.
     fn acked(&self, ack: u64);
 
-    /// Records that this replica runs request `id` of `session`.
-    fn own(&self, session: &SessionId, id: &RequestId);
+    /// The record that request `id` runs here (`running`) or is over
+    /// here, for the session to write with its next append (one round
+    /// trip for both); `None` when no other replica could read it.
+    fn ownership(&self, id: &RequestId, running: bool) -> Option<OwnerChange>;
 
-    /// Request `id` of `session` is over here.
-    fn disown(&self, session: &SessionId, id: &RequestId);
+    /// Writes ownership records of `session` now, in the background (when
+    /// there is no append to carry them, or it failed); a removal that
+    /// fails is tried again later.
+    fn record(&self, session: &SessionId, changes: Vec<OwnerChange>);
+
+    /// Of the holders a session's removal found, those other than this
+    /// replica that still run (they must drop their actors).
+    async fn live_holders(&self, recorded: Vec<ReplicaId>) -> Vec<ReplicaId>;
 
     /// The client cancelled request `id`, which does not run here: tell the
     /// replica that runs it, if any.

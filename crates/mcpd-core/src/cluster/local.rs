@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::RequestId;
-use mcpd_store::{ReplicaId, SessionId, StoreError, StreamId};
+use mcpd_store::{OwnerChange, ReplicaId, SessionId, StoreError, StreamId};
 
 use super::contract::{Cluster, Control, Inbox};
 
@@ -47,9 +47,15 @@ impl Cluster for Local {
 
     fn acked(&self, _ack: u64) {}
 
-    fn own(&self, _session: &SessionId, _id: &RequestId) {}
+    fn ownership(&self, _id: &RequestId, _running: bool) -> Option<OwnerChange> {
+        None
+    }
 
-    fn disown(&self, _session: &SessionId, _id: &RequestId) {}
+    fn record(&self, _session: &SessionId, _changes: Vec<OwnerChange>) {}
+
+    async fn live_holders(&self, _recorded: Vec<ReplicaId>) -> Vec<ReplicaId> {
+        Vec::new()
+    }
 
     fn cancel_elsewhere(&self, _session: &SessionId, _id: RequestId) {}
 

@@ -10,7 +10,9 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::RequestId;
-use mcpd_store::{BusTarget, ControlBus, Owned, ReplicaId, SessionId, StoreError, StreamId};
+use mcpd_store::{
+    BusTarget, ControlBus, Owned, OwnerChange, ReplicaId, SessionId, StoreError, StreamId,
+};
 use tokio::sync::mpsc;
 
 use super::contract::{Cluster, Control, Inbox};
@@ -185,13 +187,27 @@ impl Cluster for Shared {
         }
     }
 
-    fn own(&self, session: &SessionId, id: &RequestId) {
-        let what = Owned::Request(id.clone());
-        self.set_owner(session, what, Some(self.replica().clone()));
+    fn ownership(&self, id: &RequestId, running: bool) -> Option<OwnerChange> {
+        Some(OwnerChange {
+            what: Owned::Request(id.clone()),
+            owner: running.then(|| self.replica().clone()),
+        })
     }
 
-    fn disown(&self, session: &SessionId, id: &RequestId) {
-        self.set_owner(session, Owned::Request(id.clone()), None);
+    fn record(&self, session: &SessionId, changes: Vec<OwnerChange>) {
+        for c in changes {
+            self.set_owner(session, c.what, c.owner);
+        }
+    }
+
+    async fn live_holders(&self, recorded: Vec<ReplicaId>) -> Vec<ReplicaId> {
+        let me = self.replica();
+        let others = recorded.iter().filter(|r| *r != me).cloned().collect();
+        match self.bus.alive_others(recorded).await {
+            Ok(alive) => alive,
+            // Told all the same: one that died only delays the answer.
+            Err(_) => others,
+        }
     }
 
     fn cancel_elsewhere(&self, session: &SessionId, id: RequestId) {

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::{ErrorObject, RequestId};
-use mcpd_store::{BusTarget, ControlBus, Owned, ReplicaId, SessionId, StoreError, StreamId};
+use mcpd_store::{
+    BusTarget, ControlBus, Owned, OwnerChange, ReplicaId, SessionId, StoreError, StreamId,
+};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -272,6 +274,13 @@ impl ControlBus for MemoryBus {
             .map(|(_, r)| rid(r))
             .collect())
     }
+
+    async fn alive_others(&self, replicas: Vec<ReplicaId>) -> Result<Vec<ReplicaId>, StoreError> {
+        Ok(replicas
+            .into_iter()
+            .filter(|r| *r != self.replica)
+            .collect())
+    }
 }
 
 /// A shared cluster for `replica` on `fabric`, built as the binary builds
@@ -343,7 +352,15 @@ fn an_answer_whose_id_names_no_replica_is_given_back() {
 async fn a_cancellation_goes_to_the_replica_that_owns_the_request_only() {
     let fabric: Arc<Fabric> = Arc::default();
     let (here, there) = (replica("r1", &fabric), replica("r2", &fabric));
-    there.own(&sid("s1"), &RequestId::Int(7));
+    let running = there.ownership(&RequestId::Int(7), true);
+    assert_eq!(
+        running,
+        Some(OwnerChange {
+            what: Owned::Request(RequestId::Int(7)),
+            owner: Some(rid("r2"))
+        })
+    );
+    there.record(&sid("s1"), running.into_iter().collect());
     let owners = fabric.clone();
     eventually("r2 is recorded as running 7", || {
         !owners.owners.lock().unwrap().is_empty()
@@ -361,7 +378,8 @@ async fn a_cancellation_goes_to_the_replica_that_owns_the_request_only() {
         [("r2".into(), json!({"t": "cancel", "s": "s1", "id": 7}))]
     );
     // Over: nobody runs it any more.
-    there.disown(&sid("s1"), &RequestId::Int(7));
+    let over = there.ownership(&RequestId::Int(7), false);
+    there.record(&sid("s1"), over.into_iter().collect());
     let owners = fabric.clone();
     eventually("the record is removed", || {
         owners.owners.lock().unwrap().is_empty()

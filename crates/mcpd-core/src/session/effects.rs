@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use mcpd_store::StreamId;
+use mcpd_store::{OwnerChange, StreamId};
 
 use super::SessionActor;
 use crate::streams::{Batch, Effect, Purpose};
@@ -19,13 +19,17 @@ const CHECK_OWNERS_EVERY: Duration = Duration::from_secs(2);
 
 impl SessionActor {
     /// Carries out every queued effect of the streams, then appends what
-    /// they queued to send.
+    /// they queued to send, with the ownership records waiting (in one
+    /// round trip); records with nothing to append are written on their own.
     pub(super) fn drive(&mut self, ctx: &mut Context<Self>) {
         for effect in self.streams.take_effects() {
             self.carry_out(effect, ctx);
         }
-        if let Some(batch) = self.streams.flush() {
-            self.append(batch, ctx);
+        let owners = std::mem::take(&mut self.owners);
+        match self.streams.flush() {
+            Some(batch) => self.append(batch, owners, ctx),
+            None if !owners.is_empty() => self.env.cluster.record(&self.id, owners),
+            None => {}
         }
     }
 
@@ -46,7 +50,7 @@ impl SessionActor {
         }
     }
 
-    fn append(&mut self, batch: Batch, ctx: &mut Context<Self>) {
+    fn append(&mut self, batch: Batch, owners: Vec<OwnerChange>, ctx: &mut Context<Self>) {
         let entries = batch.entries();
         let (log, session, metrics) = (
             self.env.log.clone(),
@@ -60,8 +64,8 @@ impl SessionActor {
             false => self.env.server.limits.event_log_hold,
         };
         let work = async move {
-            if entries.is_empty() {
-                return Ok(Vec::new());
+            if entries.is_empty() && owners.is_empty() {
+                return (Ok(Vec::new()), owners);
             }
             let started = std::time::Instant::now();
             let backend = log.backend();
@@ -69,7 +73,7 @@ impl SessionActor {
             // again (at most `hold`); the session waits meanwhile.
             let mut pause = Duration::from_millis(50);
             let seqs = loop {
-                let seqs = log.append_batch(&session, &entries).await;
+                let seqs = log.append_with_owners(&session, &entries, &owners).await;
                 match seqs {
                     Err(e) if started.elapsed() + pause < hold => {
                         metrics.event_log_errors.with_label_values(&[backend]).inc();
@@ -90,11 +94,15 @@ impl SessionActor {
                 // before them is told they were lost.
                 tracing::error!(session = %session, error = %e, held = ?started.elapsed(), "event log append failed; events sent without ids");
             }
-            seqs
+            (seqs, owners)
         };
         ctx.wait(
-            actix::fut::wrap_future::<_, Self>(work).map(move |seqs, act, ctx| {
+            actix::fut::wrap_future::<_, Self>(work).map(move |(seqs, owners), act, ctx| {
                 act.log_failing = seqs.is_err();
+                if seqs.is_err() && !owners.is_empty() {
+                    // Written on their own, removals retried until the store answers.
+                    act.env.cluster.record(&act.id, owners);
+                }
                 act.streams.appended(batch, seqs);
                 act.drive(ctx);
             }),

@@ -53,7 +53,7 @@ impl SessionActor {
         req.actor.do_send(Cancel);
         self.streams.request_cancelled(&req.stream, id);
         if req.owned {
-            self.env.cluster.disown(&self.id, id);
+            self.owners.extend(self.env.cluster.ownership(id, false));
         }
         true
     }
@@ -218,13 +218,18 @@ impl SessionActor {
         ctx.run_later(OWN_AFTER, move |act, ctx| {
             act.claim_sweep_armed = false;
             let mut waiting = false;
+            let mut changes = Vec::new();
             for (id, req) in act.requests.iter_mut().filter(|(_, f)| !f.owned) {
                 if req.key <= started_by {
                     req.owned = true;
-                    act.env.cluster.own(&act.id, id);
+                    changes.extend(act.env.cluster.ownership(id, true));
                 } else {
                     waiting = true;
                 }
+            }
+            // Nothing to append: written on their own.
+            if !changes.is_empty() {
+                act.env.cluster.record(&act.id, changes);
             }
             if waiting {
                 act.arm_claim_sweep(ctx);
@@ -245,7 +250,8 @@ impl SessionActor {
             .find(|(_, f)| f.key == key)
             .ok_or(PeerError::Gone)?;
         if !std::mem::replace(&mut req.owned, true) {
-            self.env.cluster.own(&self.id, id);
+            // Written with the append of what it emits or asks.
+            self.owners.extend(self.env.cluster.ownership(id, true));
         }
         Ok(())
     }
@@ -289,7 +295,8 @@ impl Handler<RequestDone> for SessionActor {
             return;
         };
         if req.owned {
-            self.env.cluster.disown(&self.id, &id);
+            // Written with the append of its response, after it.
+            self.owners.extend(self.env.cluster.ownership(&id, false));
         }
         let response = jsonrpc::outcome_bytes(&id, &msg.outcome);
         self.streams

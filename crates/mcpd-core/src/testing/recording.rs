@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mcpd_protocol::jsonrpc::Response;
 use mcpd_protocol::RequestId;
-use mcpd_store::{ReplicaId, SessionId, StoreError, StreamId};
+use mcpd_store::{OwnerChange, ReplicaId, SessionId, StoreError, StreamId};
 use serde_json::Value;
 
 use crate::cluster::{Cluster, Control, Inbox, Local};
@@ -71,9 +71,15 @@ impl Cluster for RecordingCluster {
 
     fn acked(&self, _ack: u64) {}
 
-    fn own(&self, _session: &SessionId, _id: &RequestId) {}
+    fn ownership(&self, _id: &RequestId, _running: bool) -> Option<OwnerChange> {
+        None
+    }
 
-    fn disown(&self, _session: &SessionId, _id: &RequestId) {}
+    fn record(&self, _session: &SessionId, _changes: Vec<OwnerChange>) {}
+
+    async fn live_holders(&self, _recorded: Vec<ReplicaId>) -> Vec<ReplicaId> {
+        Vec::new()
+    }
 
     fn cancel_elsewhere(&self, session: &SessionId, id: RequestId) {
         self.cancels.lock().unwrap().push((session.clone(), id));

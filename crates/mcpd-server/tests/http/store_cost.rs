@@ -7,7 +7,16 @@
 //!   one per interval, whatever the number of calls).
 //! - A call that streams progress appends each event once (`XADD` per
 //!   event), records its ownership once (`HSET`) and clears it once
-//!   (`HDEL`).
+//!   (`HDEL`), in two round trips (issue #36): the ownership record rides
+//!   on the first append's pipeline, its removal on the result's.
+//! - A session's whole life (initialize, initialized, DELETE) costs two
+//!   round trips: the record written with its holder, and one script that
+//!   removes the record, the ownership entries and the streams.
+//!
+//! Round trips are read from the replica's own
+//! `mcpd_redis_round_trips_total` (Redis counts commands, not round trips);
+//! what the replica sends on a timer (its heartbeat every 2 s, a
+//! session's TTL refresh) is allowed for by the time the run took.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -46,6 +55,44 @@ fn delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> HashMap
         .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
         .filter(|(_, n)| *n > 0)
         .collect()
+}
+
+/// One replica on its own Redis, with its admin listener (for `/metrics`).
+fn replica_with_metrics() -> (TestCluster, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let cl = TestCluster::start_on(
+        env!("CARGO_BIN_EXE_mcpd"),
+        1,
+        &[],
+        &[("MCPD_ADMIN_LISTEN", listen.as_str())],
+        mcpd_testkit::RedisServer::start(),
+    );
+    (cl, format!("http://{listen}"))
+}
+
+/// The replica's `mcpd_redis_round_trips_total`.
+async fn round_trips(admin: &str) -> u64 {
+    let text = reqwest::get(format!("{admin}/metrics"))
+        .await
+        .expect("metrics answer")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|l| l.strip_prefix("mcpd_redis_round_trips_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+        .unwrap_or_else(|| panic!("no mcpd_redis_round_trips_total in:\n{text}"))
+}
+
+/// Round trips a replica makes on its own timers in `elapsed`: a heartbeat
+/// every 2 s, plus a few (a TTL refresh, the key ring's refresh).
+fn periodic(elapsed: std::time::Duration) -> u64 {
+    elapsed.as_secs() / 2 + 4
 }
 
 async fn session_on_replica_0(cl: &TestCluster) -> McpClient {
@@ -152,4 +199,94 @@ async fn a_redis_without_persistence_is_warned_about_at_start() {
         "{}",
         volatile.logs()
     );
+}
+
+#[tokio::test]
+async fn a_streaming_call_costs_two_round_trips() {
+    let (cl, admin) = replica_with_metrics();
+    let c = session_on_replica_0(&cl).await;
+    const N: u64 = 40;
+    let started = std::time::Instant::now();
+    let before = round_trips(&admin).await;
+    let commands = commandstats(&cl);
+    for i in 0..N {
+        let r = c
+            .request(
+                "tools/call",
+                call_params(
+                    "countdown",
+                    json!({"steps": 1, "interval_ms": 0}),
+                    Some(json!(format!("t{i}"))),
+                ),
+            )
+            .await;
+        assert_eq!(r.content_type(), "text/event-stream");
+        assert_eq!(tool_text(&r.last()["result"]), "done");
+    }
+    let spent = round_trips(&admin).await - before;
+    let allowed = 2 * N + periodic(started.elapsed());
+    assert!(
+        spent <= allowed,
+        "{spent} round trips for {N} streaming calls (at most {allowed}: 2 per call and the timers')"
+    );
+    // Not fewer than the work: the ownership record and the events were
+    // all written.
+    let commands = delta(&commands, &commandstats(&cl));
+    assert_eq!(commands.get("hset"), Some(&N), "{commands:?}");
+    assert_eq!(commands.get("hdel"), Some(&N), "{commands:?}");
+    assert!(spent >= 2 * N, "{spent} round trips for {N} calls");
+}
+
+#[tokio::test]
+async fn a_session_life_costs_two_round_trips_and_leaves_only_its_tombstone() {
+    let (cl, admin) = replica_with_metrics();
+    const N: u64 = 30;
+    // One session first, so the replica's start-up traffic is over.
+    let mut warm = McpClient::new(&cl.replica_url(0));
+    warm.initialize().await;
+    assert_eq!(warm.delete().await.status(), 200);
+    let started = std::time::Instant::now();
+    let before = round_trips(&admin).await;
+    let commands = commandstats(&cl);
+    let mut ids = Vec::new();
+    for _ in 0..N {
+        let mut c = McpClient::new(&cl.replica_url(0));
+        c.initialize().await;
+        // One streamed call, so the session has an event stream to remove.
+        let r = c
+            .request(
+                "tools/call",
+                call_params("countdown", json!({"steps": 1, "interval_ms": 0}), None),
+            )
+            .await;
+        assert_eq!(tool_text(&r.last()["result"]), "done");
+        assert_eq!(c.delete().await.status(), 200);
+        ids.push(c.session.clone().expect("a session id"));
+    }
+    let spent = round_trips(&admin).await - before;
+    // 2 per session, 2 per streamed call.
+    let allowed = 4 * N + periodic(started.elapsed());
+    assert!(
+        spent <= allowed,
+        "{spent} round trips for {N} session lives with a call each (at most {allowed})"
+    );
+    let commands = delta(&commands, &commandstats(&cl));
+    assert_eq!(
+        commands.get("eval"),
+        Some(&N),
+        "one removal script per DELETE: {commands:?}"
+    );
+    // What is left of a deleted session is its tombstone, nothing else.
+    for id in ids {
+        let out = Command::new("redis-cli")
+            .arg("-s")
+            .arg(cl.redis.socket())
+            .args(["--scan", "--pattern", &format!("*{{{id}}}*")])
+            .output()
+            .expect("redis-cli runs");
+        let keys = String::from_utf8_lossy(&out.stdout);
+        let keys: Vec<&str> = keys.lines().collect();
+        assert_eq!(keys.len(), 1, "keys of deleted session {id}: {keys:?}");
+        assert!(keys[0].ends_with(":deleted"), "{keys:?}");
+    }
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::store::{millis, RedisStore};
-use crate::bus::{BusTarget, ControlBus};
+use crate::bus::{BusTarget, ControlBus, OwnerChange};
 use crate::error::StoreError;
 use crate::id::{Owned, ReplicaId, SessionId, HOLDER_PREFIX};
 
@@ -117,6 +117,81 @@ impl RedisStore {
             .await
     }
 
+    /// Adds the commands that write `owners` to `p` (the ownership hash's
+    /// time to live is the session's, refreshed with each record).
+    pub(super) fn push_owners(
+        &self,
+        p: &mut redis::Pipeline,
+        session: &SessionId,
+        owners: &[OwnerChange],
+    ) {
+        if owners.is_empty() {
+            return;
+        }
+        let key = self.key(session, "own");
+        let mut recorded = false;
+        for change in owners {
+            match &change.owner {
+                Some(r) => {
+                    p.cmd("HSET")
+                        .arg(&key)
+                        .arg(change.what.key())
+                        .arg(r.as_str())
+                        .ignore();
+                    recorded = true;
+                }
+                None => {
+                    p.cmd("HDEL").arg(&key).arg(change.what.key()).ignore();
+                }
+            }
+        }
+        if recorded {
+            p.cmd("PEXPIRE")
+                .arg(&key)
+                .arg(millis(self.cfg.session_ttl))
+                .ignore();
+        }
+    }
+
+    /// Writes `owners` in one round trip.
+    pub(super) async fn write_owners(
+        &self,
+        session: &SessionId,
+        owners: &[OwnerChange],
+    ) -> Result<(), StoreError> {
+        let mut p = redis::pipe();
+        self.push_owners(&mut p, session, owners);
+        self.run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .await
+    }
+
+    /// Those of `replicas` other than this one whose heartbeat is fresh
+    /// (one round trip, none when there are no others).
+    pub(super) async fn alive_others(
+        &self,
+        replicas: impl IntoIterator<Item = ReplicaId>,
+    ) -> Result<Vec<ReplicaId>, StoreError> {
+        let others: Vec<ReplicaId> = replicas
+            .into_iter()
+            .filter(|r| *r != self.replica)
+            .collect();
+        if others.is_empty() {
+            return Ok(others);
+        }
+        let mut p = redis::pipe();
+        for r in &others {
+            p.cmd("EXISTS").arg(self.liveness_key(r));
+        }
+        let alive: Vec<bool> = self
+            .run(|mut h| async move { p.query_async(&mut h).await })
+            .await?;
+        Ok(others
+            .into_iter()
+            .zip(alive)
+            .filter_map(|(r, alive)| alive.then_some(r))
+            .collect())
+    }
+
     /// Starts the heartbeat and the subscriber (see [`ControlBus::start`]).
     pub fn start_bus(self: &Arc<Self>, inbox: tokio::sync::mpsc::Sender<Bytes>) {
         tokio::spawn(self.clone().heartbeat_loop());
@@ -183,21 +258,12 @@ impl ControlBus for RedisBus {
         what: &Owned,
         replica: Option<&ReplicaId>,
     ) -> Result<(), StoreError> {
-        let key = self.0.key(session, "own");
-        let what = what.key();
-        let ttl = millis(self.0.cfg.session_ttl);
-        let mut p = redis::pipe();
-        match replica {
-            Some(r) => {
-                p.cmd("HSET").arg(&key).arg(&what).arg(r.as_str()).ignore();
-                p.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
-            }
-            None => {
-                p.cmd("HDEL").arg(&key).arg(&what).ignore();
-            }
-        }
+        let change = OwnerChange {
+            what: what.clone(),
+            owner: replica.cloned(),
+        };
         self.0
-            .run(|mut h| async move { p.query_async::<()>(&mut h).await })
+            .write_owners(session, std::slice::from_ref(&change))
             .await
     }
 
@@ -227,13 +293,14 @@ impl ControlBus for RedisBus {
             .0
             .run(|mut h| async move { redis::cmd("HKEYS").arg(&key).query_async(&mut h).await })
             .await?;
-        let mut live = Vec::new();
-        for replica in fields.iter().filter_map(|f| f.strip_prefix(HOLDER_PREFIX)) {
-            let replica = ReplicaId::from(replica);
-            if replica != self.0.replica && self.is_alive(&replica).await? {
-                live.push(replica);
-            }
-        }
-        Ok(live)
+        let recorded = fields
+            .iter()
+            .filter_map(|f| f.strip_prefix(HOLDER_PREFIX))
+            .map(ReplicaId::from);
+        self.0.alive_others(recorded).await
+    }
+
+    async fn alive_others(&self, replicas: Vec<ReplicaId>) -> Result<Vec<ReplicaId>, StoreError> {
+        self.0.alive_others(replicas).await
     }
 }

@@ -20,10 +20,28 @@ pub(super) enum Handle {
     Cluster(ClusterConnection),
 }
 
+/// Whether Redis cannot have received the command that failed: the
+/// connection could not be made (a node's connection is re-made after a
+/// failure, and the next command gets the failure of the attempt made
+/// while Redis was away), or writing to it failed. Sent again once, so
+/// the first command after Redis comes back does not fail on each of the
+/// replica's connections.
+fn never_sent(e: &redis::RedisError) -> bool {
+    e.is_connection_refusal()
+        || std::error::Error::source(e)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 impl ConnectionLike for Handle {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Handle::Single(c) => c.req_packed_command(cmd),
+            Handle::Single(c) => Box::pin(async move {
+                match c.req_packed_command(cmd).await {
+                    Err(e) if never_sent(&e) => c.req_packed_command(cmd).await,
+                    done => done,
+                }
+            }),
             Handle::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -35,7 +53,12 @@ impl ConnectionLike for Handle {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Handle::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Handle::Single(c) => Box::pin(async move {
+                match c.req_packed_commands(cmd, offset, count).await {
+                    Err(e) if never_sent(&e) => c.req_packed_commands(cmd, offset, count).await,
+                    done => done,
+                }
+            }),
             Handle::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
@@ -80,13 +103,9 @@ impl Conn {
             Conn::Cluster(Box::new((client, OnceCell::new())))
         } else {
             let client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(cfg.timeout))
-                .set_response_timeout(Some(cfg.timeout))
-                .set_number_of_retries(1)
-                .set_max_delay(Duration::from_millis(500));
             Conn::Single(
-                ConnectionManager::new_lazy_with_config(client, config).map_err(unavailable)?,
+                ConnectionManager::new_lazy_with_config(client, manager_config(cfg.timeout))
+                    .map_err(unavailable)?,
             )
         })
     }
@@ -106,12 +125,7 @@ impl Conn {
                     .await
                     .map_err(|_| unavailable("no answer from the sentinels"))?
                     .map_err(unavailable)?;
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(timeout))
-                    .set_response_timeout(Some(timeout))
-                    .set_number_of_retries(1)
-                    .set_max_delay(Duration::from_millis(500));
-                let c = ConnectionManager::new_lazy_with_config(primary, config)
+                let c = ConnectionManager::new_lazy_with_config(primary, manager_config(timeout))
                     .map_err(unavailable)?;
                 guard.1 = Some(c.clone());
                 Ok(Handle::Single(c))
@@ -137,6 +151,89 @@ impl Conn {
         if let Conn::Sentinel(m) = self {
             m.lock().await.1 = None;
         }
+    }
+}
+
+/// A single node's connection settings (also those of each worker's own).
+pub(super) fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500))
+}
+
+/// Each runtime's own connection to a single node, per store: a command
+/// sent from an HTTP worker runs on the worker's thread, with no hop to the
+/// store's runtime and back (two cross-thread wake-ups per round trip).
+pub(super) struct WorkerConns {
+    /// `None` for a sentinel or cluster deployment (a primary that moves,
+    /// slots that move): their commands always take the hop.
+    client: Option<redis::Client>,
+    /// Which store the thread's connections belong to.
+    store: u64,
+    timeout: Duration,
+    /// Set when the replica begins to stop: its workers stop before the
+    /// store's last commands, so those are sent from the store's runtime.
+    left: std::sync::atomic::AtomicBool,
+}
+
+thread_local! {
+    /// (store, runtime, connection) for the runtimes this thread ran.
+    static WORKER_CONNS: std::cell::RefCell<Vec<(u64, tokio::runtime::Id, ConnectionManager)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// At most this many connections per thread (tests start many stores and
+/// runtimes on one thread; a process has one of each per worker).
+const PER_THREAD: usize = 4;
+
+impl WorkerConns {
+    pub(super) fn new(cfg: &RedisConfig) -> Result<Self, StoreError> {
+        static STORES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let single = cfg.sentinel_service.is_none() && !cfg.cluster;
+        Ok(Self {
+            client: match single {
+                true => Some(redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?),
+                false => None,
+            },
+            store: STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            timeout: cfg.timeout,
+            left: Default::default(),
+        })
+    }
+
+    /// This runtime's own connection, made on first use (`None`: take the
+    /// hop to the store's runtime).
+    pub(super) fn handle(&self, runtime: tokio::runtime::Id) -> Option<Handle> {
+        let client = self.client.as_ref()?;
+        if self.left.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        WORKER_CONNS.with(|conns| {
+            let mut conns = conns.borrow_mut();
+            if let Some((.., c)) = conns
+                .iter()
+                .find(|(s, r, _)| *s == self.store && *r == runtime)
+            {
+                return Some(Handle::Single(c.clone()));
+            }
+            let c = ConnectionManager::new_lazy_with_config(
+                client.clone(),
+                manager_config(self.timeout),
+            )
+            .ok()?;
+            if conns.len() == PER_THREAD {
+                conns.remove(0);
+            }
+            conns.push((self.store, runtime, c.clone()));
+            Some(Handle::Single(c))
+        })
+    }
+
+    /// From now on every command takes the hop (see `left`).
+    pub(super) fn leave(&self) {
+        self.left.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

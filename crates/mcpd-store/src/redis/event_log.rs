@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::connection::unavailable;
 use super::store::{millis, RedisStore};
+use crate::bus::OwnerChange;
 use crate::error::StoreError;
 use crate::id::{SessionId, StreamId};
 use crate::log::{EventLog, NewEvent, StoredEvent};
@@ -66,14 +67,26 @@ impl RedisStore {
 
 #[async_trait]
 impl EventLog for RedisStore {
-    /// One pipeline for the whole batch: XADD per event, then TTL refreshes
-    /// and the stream index.
     async fn append_batch(
         &self,
         session: &SessionId,
         events: &[NewEvent],
     ) -> Result<Vec<u64>, StoreError> {
+        self.append_with_owners(session, events, &[]).await
+    }
+
+    /// One pipeline for the whole batch: XADD per event, then TTL refreshes,
+    /// the stream index and the ownership records.
+    async fn append_with_owners(
+        &self,
+        session: &SessionId,
+        events: &[NewEvent],
+        owners: &[OwnerChange],
+    ) -> Result<Vec<u64>, StoreError> {
         if events.is_empty() {
+            if !owners.is_empty() {
+                self.write_owners(session, owners).await?;
+            }
             return Ok(Vec::new());
         }
         let r = &self.cfg.retention;
@@ -116,13 +129,20 @@ impl EventLog for RedisStore {
             .arg(&index)
             .arg(millis(r.max_age.max(self.cfg.session_ttl)))
             .ignore();
+        self.push_owners(&mut p, session, owners);
         let ids: Vec<String> = match self
             .run(|mut h| async move { p.query_async(&mut h).await })
             .await
         {
             Ok(ids) => ids,
             Err(StoreError::Unavailable(m)) if m.contains(ALREADY_STORED) => {
-                return self.already_stored(session, events).await;
+                // The events are stored; the ownership records, written
+                // after them, may not be: written again (they are idempotent).
+                let seqs = self.already_stored(session, events).await?;
+                if !owners.is_empty() {
+                    self.write_owners(session, owners).await?;
+                }
+                return Ok(seqs);
             }
             Err(e) => return Err(e),
         };
@@ -211,6 +231,10 @@ impl EventLog for RedisStore {
 
     fn failures(&self) -> u64 {
         self.failures.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.round_trips.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -8,14 +8,16 @@ use std::time::Duration;
 use redis::RedisResult;
 
 use super::config::RedisConfig;
-use super::connection::{unavailable, Conn, Failover, Handle};
+use super::connection::{unavailable, Conn, Failover, Handle, WorkerConns};
 use crate::error::StoreError;
 use crate::id::{ReplicaId, SessionId, StreamId};
 
-/// The Redis event log, session directory and control bus (one multiplexed
-/// connection for commands, one subscriber connection for the bus).
+/// The Redis event log, session directory and control bus (a multiplexed
+/// connection for commands on the store's runtime and one on each HTTP
+/// worker's, one subscriber connection for the bus).
 pub struct RedisStore {
     conn: Conn,
+    workers: WorkerConns,
     pub(super) cfg: RedisConfig,
     /// For the subscriber connection (single node, or the first cluster seed:
     /// PUBLISH reaches every node of a cluster).
@@ -23,6 +25,8 @@ pub struct RedisStore {
     pub(super) replica: ReplicaId,
     /// Commands that failed or timed out (for `mcpd_redis_errors_total`).
     pub(super) failures: AtomicU64,
+    /// Commands and pipelines sent (for `mcpd_redis_round_trips_total`).
+    pub(super) round_trips: AtomicU64,
     /// The runtime the store was made on: every command runs there.
     rt: tokio::runtime::Handle,
     /// Commands running there for callers on other runtimes.
@@ -53,12 +57,15 @@ impl RedisStore {
         }
         let pubsub_client = redis::Client::open(cfg.urls[0].as_str()).map_err(unavailable)?;
         let conn = Conn::open(&cfg)?;
+        let workers = WorkerConns::new(&cfg)?;
         Ok(Arc::new(Self {
             conn,
+            workers,
             cfg,
             pubsub_client,
             replica,
             failures: Default::default(),
+            round_trips: Default::default(),
             rt: tokio::runtime::Handle::current(),
             in_flight: Default::default(),
             retired: Default::default(),
@@ -80,25 +87,37 @@ pub(super) fn millis(d: Duration) -> u64 {
 }
 
 impl RedisStore {
-    /// Runs one command or pipeline under the store's timeout, on the
-    /// store's own runtime (see [`RedisStore::new`]): the connection and
-    /// every command outlive the HTTP workers, so what a stopping replica
-    /// appends last still reaches Redis, and a command whose caller went
-    /// away still completes.
+    /// Runs one command or pipeline under the store's timeout. On a single
+    /// node, from the calling runtime's own connection (an HTTP worker's:
+    /// no hop between threads); otherwise, and once the replica begins to
+    /// stop ([`RedisStore::leave_worker_connections`]), on the store's own
+    /// runtime (see [`RedisStore::new`]), whose connection outlives the HTTP
+    /// workers: what a stopping replica appends last still reaches Redis,
+    /// and a command whose caller went away still completes.
     pub(super) async fn run<T, F>(&self, f: impl FnOnce(Handle) -> F) -> Result<T, StoreError>
     where
         F: std::future::Future<Output = RedisResult<T>> + Send + 'static,
         T: Send + 'static,
     {
-        let handle = self
-            .conn
-            .handle(self.cfg.timeout)
-            .await
-            .inspect_err(|_| self.failed())?;
         let timeout = self.cfg.timeout;
+        let runtime = tokio::runtime::Handle::try_current().map(|h| h.id()).ok();
+        let worker = runtime
+            .filter(|id| *id != self.rt.id())
+            .and_then(|id| self.workers.handle(id));
+        // Run here: on the store's runtime, or on a worker's own connection.
+        let here = worker.is_some() || runtime == Some(self.rt.id());
+        let handle = match worker {
+            Some(h) => h,
+            None => self
+                .conn
+                .handle(timeout)
+                .await
+                .inspect_err(|_| self.failed())?,
+        };
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let work = tokio::time::timeout(timeout, f(handle));
-        let outcome = if tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.rt.id())
-        {
+        let outcome = if here {
             work.await
         } else {
             let pending = self.in_flight.clone();
@@ -123,6 +142,13 @@ impl RedisStore {
         }
         self.failed();
         Err(result.0)
+    }
+
+    /// The replica begins to stop: from now on commands are sent from the
+    /// store's runtime, which outlives the HTTP workers (whose own
+    /// connections end with them), so none of its last commands is lost.
+    pub fn leave_worker_connections(&self) {
+        self.workers.leave();
     }
 
     /// Waits, at most `within`, for commands sent from other runtimes to
