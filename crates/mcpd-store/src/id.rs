@@ -190,6 +190,11 @@ impl Owned {
         match self {
             Owned::Holder(r) => format!("{HOLDER_PREFIX}{r}"),
             Owned::Get => "g".to_owned(),
+            Owned::Request(RequestId::Int(n)) => {
+                let mut k = String::from("r:");
+                k.push_str(itoa::Buffer::new().format(*n));
+                k
+            }
             Owned::Request(id) => {
                 format!("r:{}", serde_json::to_string(id).unwrap_or_default())
             }

@@ -118,7 +118,9 @@ impl RedisStore {
     }
 
     /// Adds the commands that write `owners` to `p` (the ownership hash's
-    /// time to live is the session's, refreshed with each record).
+    /// time to live is the session's, refreshed with each record). Their
+    /// replies are not `ignore()`d (see `append_with_owners`): read them as
+    /// `()`, or skip them.
     pub(super) fn push_owners(
         &self,
         p: &mut redis::Pipeline,
@@ -136,20 +138,16 @@ impl RedisStore {
                     p.cmd("HSET")
                         .arg(&key)
                         .arg(change.what.key())
-                        .arg(r.as_str())
-                        .ignore();
+                        .arg(r.as_str());
                     recorded = true;
                 }
                 None => {
-                    p.cmd("HDEL").arg(&key).arg(change.what.key()).ignore();
+                    p.cmd("HDEL").arg(&key).arg(change.what.key());
                 }
             }
         }
         if recorded {
-            p.cmd("PEXPIRE")
-                .arg(&key)
-                .arg(millis(self.cfg.session_ttl))
-                .ignore();
+            p.cmd("PEXPIRE").arg(&key).arg(millis(self.cfg.session_ttl));
         }
     }
 

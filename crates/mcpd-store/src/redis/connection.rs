@@ -155,10 +155,12 @@ impl Conn {
 }
 
 /// A single node's connection settings (also those of each worker's own).
+/// No response timeout of its own: `RedisStore::run` bounds every command
+/// (a second timer per round trip cost a few thousand instructions).
 pub(super) fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_connection_timeout(Some(timeout))
-        .set_response_timeout(Some(timeout))
+        .set_response_timeout(None)
         .set_number_of_retries(1)
         .set_max_delay(Duration::from_millis(500))
 }

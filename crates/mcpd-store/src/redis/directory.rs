@@ -67,8 +67,7 @@ impl SessionDirectory for RedisStore {
             .arg(self.key(session, "s"))
             .arg(record.as_ref())
             .arg("PX")
-            .arg(ttl)
-            .ignore();
+            .arg(ttl);
         if let Some(r) = holder {
             let change = OwnerChange {
                 what: Owned::Holder(r.clone()),
@@ -84,13 +83,8 @@ impl SessionDirectory for RedisStore {
         let key = self.key(session, "s");
         let ttl = millis(self.cfg.session_ttl);
         let mut p = redis::pipe();
-        p.cmd("GET")
-            .arg(&key)
-            .cmd("PEXPIRE")
-            .arg(&key)
-            .arg(ttl)
-            .ignore();
-        let (v,): (Option<Vec<u8>>,) = self
+        p.cmd("GET").arg(&key).cmd("PEXPIRE").arg(&key).arg(ttl);
+        let (v, _): (Option<Vec<u8>>, redis::Value) = self
             .run(|mut h| async move { p.query_async(&mut h).await })
             .await?;
         Ok(v.map(Bytes::from))

@@ -72,12 +72,24 @@ impl RedisStore {
         }))
     }
 
+    /// `<prefix>{<session>}:<suffix>` (built by hand: `format!` costs an
+    /// append a few thousand instructions).
     pub(super) fn key(&self, session: &str, suffix: &str) -> String {
-        format!("{}{{{session}}}:{suffix}", self.cfg.prefix)
+        let prefix = &self.cfg.prefix;
+        let mut k = String::with_capacity(prefix.len() + session.len() + suffix.len() + 3);
+        k.push_str(prefix);
+        k.push('{');
+        k.push_str(session);
+        k.push_str("}:");
+        k.push_str(suffix);
+        k
     }
 
+    /// `<prefix>{<session>}:e:<stream>`.
     pub(super) fn stream_key(&self, session: &SessionId, stream: &StreamId) -> String {
-        format!("{}{{{session}}}:e:{stream}", self.cfg.prefix)
+        let mut k = self.key(session, "e:");
+        k.push_str(stream);
+        k
     }
 }
 
