@@ -267,8 +267,10 @@ impl StreamReceiver {
             let n = size(&item);
             inner.bytes -= n;
             self.0.budgets.give(n);
-            if inner.queue.is_empty() && inner.queue.capacity() > 4 {
-                inner.queue = VecDeque::new(); // an idle stream keeps no buffer
+            if inner.queue.is_empty() && inner.queue.capacity() > 0 {
+                // An idle stream keeps no buffer (288 bytes for four items;
+                // a GET stream is idle nearly all its life).
+                inner.queue = VecDeque::new();
             }
             let room = std::mem::take(&mut inner.waiting_senders);
             drop(inner);

@@ -6,7 +6,7 @@ use mcpd_store::{StoreError, StoredEvent, StreamId};
 use super::effect::{is_connection, Batch, Effect, Out, Purpose};
 use super::state::{
     first_hole, hole, lost, response_id, unknown_outcome, CancelRecord, Delivery, Foreign,
-    OpenMeta, Stream, ENDED_UNLOGGED,
+    OpenMeta, ENDED_UNLOGGED,
 };
 use super::{Streams, StreamsConfig};
 use crate::stream::{event_id, StreamItem, StreamSender};
@@ -57,7 +57,7 @@ impl Streams {
                     }
                 }
                 Out::Release { stream } => {
-                    if let Some(w) = self.map.get_mut(&stream).and_then(Stream::take_writer) {
+                    if let Some(w) = self.map.get_mut(&stream).and_then(|s| s.take_writer()) {
                         let _ = w.try_send(StreamItem::Retry(self.cfg.retry_ms));
                     }
                 }
@@ -138,7 +138,7 @@ impl Streams {
 
     /// Delivers a fed stream's new events from the log, in order.
     pub fn pull(&mut self, stream: StreamId) {
-        if self.map.get(&stream).is_some_and(Stream::is_fed) {
+        if self.map.get(&stream).is_some_and(|s| s.is_fed()) {
             self.effects.push(Effect::Read {
                 stream,
                 purpose: Purpose::Pull,
@@ -182,7 +182,7 @@ impl Streams {
                 if let Ok(events) = events {
                     self.deliver_from_log(&stream, events);
                 }
-                let Some(f) = self.map.get(&stream).and_then(Stream::foreign) else {
+                let Some(f) = self.map.get(&stream).and_then(|s| s.foreign()) else {
                     return;
                 };
                 for id in f.unanswered() {

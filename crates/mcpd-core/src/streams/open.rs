@@ -40,7 +40,7 @@ impl Streams {
             reply: PendingReply::new(reply),
             held: Vec::new(),
         };
-        self.map.insert(id.clone(), st);
+        self.map.insert(id.clone(), Box::new(st));
         id
     }
 
@@ -51,7 +51,7 @@ impl Streams {
         let (tx, rx) = self.channel(0);
         self.map.insert(
             StreamId::connection(),
-            Stream::new(Kind::Connection, Some(tx)),
+            Box::new(Stream::new(Kind::Connection, Some(tx))),
         );
         rx
     }
@@ -84,7 +84,7 @@ impl Streams {
         let key: StreamId = StreamId::get();
         self.map
             .entry(key.clone())
-            .or_insert_with(|| Stream::new(Kind::Get, None))
+            .or_insert_with(|| Box::new(Stream::new(Kind::Get, None)))
             .set_writer(tx);
         if self.cfg.shared {
             // Deliver from the log's current end on: nothing old replayed.

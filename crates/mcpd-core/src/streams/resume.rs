@@ -133,7 +133,7 @@ impl Streams {
             let st = self
                 .map
                 .entry(stream.clone())
-                .or_insert_with(|| Stream::new(Kind::Get, None));
+                .or_insert_with(|| Box::new(Stream::new(Kind::Get, None)));
             st.set_writer(tx);
             if self.cfg.shared {
                 st.feed_from(last);
@@ -164,7 +164,7 @@ impl Streams {
                     after: last,
                     foreign: Some(Box::new(foreign)),
                 };
-                self.map.insert(stream.clone(), st);
+                self.map.insert(stream.clone(), Box::new(st));
                 self.effects.push(Effect::Tail {
                     owner: meta.owner.clone(),
                     stream: stream.clone(),
@@ -181,7 +181,7 @@ impl Streams {
                     },
                     Some(tx),
                 );
-                self.map.insert(stream.clone(), st);
+                self.map.insert(stream.clone(), Box::new(st));
                 for id in foreign.unanswered() {
                     self.push_event(&stream, lost(&id), None);
                 }

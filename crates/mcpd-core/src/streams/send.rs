@@ -9,9 +9,7 @@ use serde_json::Value;
 
 use super::effect::{Batch, Out};
 use super::reply::PostReply;
-use super::state::{
-    json_array, to_bytes, CancelRecord, Delivery, Kind, OpenMeta, Stream, GAP_RECORD,
-};
+use super::state::{json_array, to_bytes, CancelRecord, Delivery, Kind, OpenMeta, GAP_RECORD};
 use super::Streams;
 
 // === impl Streams ===
@@ -26,7 +24,7 @@ impl Streams {
     }
 
     pub(super) fn push_event(&mut self, stream: &StreamId, data: Bytes, retry_ms: Option<u64>) {
-        let seq = self.map.get_mut(stream).and_then(Stream::take_seq);
+        let seq = self.map.get_mut(stream).and_then(|s| s.take_seq());
         self.outbox.push(Out::Event {
             stream: stream.clone(),
             seq,
@@ -109,7 +107,7 @@ impl Streams {
             self.push_event(stream, data, None);
         }
         if let Some(id) = cancelled.filter(|_| !persistent) {
-            let seq = self.map.get_mut(stream).and_then(Stream::take_seq);
+            let seq = self.map.get_mut(stream).and_then(|s| s.take_seq());
             self.outbox.push(Out::Meta {
                 stream: stream.clone(),
                 seq,
