@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 /// mimalloc: a request allocates dozens of small blocks (JSON trees, actor
 /// mailboxes, channels); with glibc's allocator they were a fifth of the
 /// CPU of a small call (docs/performance.md). It also returns freed memory
-/// to the system, which glibc kept after load.
+/// to the system, which glibc kept after load. (`--features system-alloc`
+/// leaves it out, for heap profilers.)
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
