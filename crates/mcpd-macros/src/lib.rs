@@ -1,161 +1,65 @@
 //! mcpd's attribute macros, re-exported by the `mcpd` crate; depend on
 //! `mcpd`, not on this crate.
 //!
-//! - [`macro@tool`]: makes an `async fn` over typed arguments an MCP tool
-//!   whose name is the function's and whose description is its doc comment.
+//! - [`macro@tool`]: makes an `async fn` an MCP tool whose name is the
+//!   function's and whose description is its doc comment.
 //!
 //! The expansion names only `::mcpd::prelude::…`, so it works in any crate
-//! that depends on `mcpd`.
+//! that depends on `mcpd` (no `serde` or `schemars` of its own needed).
 
 use proc_macro::TokenStream;
-use proc_macro2::TokenStream as TokenStream2;
-use quote::quote;
-use syn::spanned::Spanned;
-use syn::{Attribute, Expr, FnArg, ItemFn, Lit, Meta, Visibility};
+
+mod options;
+mod tool;
 
 /// Makes an `async fn` a tool. The tool's name is the function's name, its
-/// description the function's doc comment, its input schema the JSON Schema
-/// of the argument type (derive `Deserialize` and `JsonSchema` on it).
+/// description the function's doc comment.
+///
+/// **Arguments.** Each parameter is one argument of the tool, named as
+/// the parameter, its JSON Schema derived from its type (`Option<T>`: not
+/// required); describe one with `#[describe("...")]`. A single parameter
+/// named `args` is instead the whole arguments object (a type deriving
+/// `Deserialize` and `JsonSchema`). A `RequestContext` parameter, anywhere,
+/// gets the request's context (progress, logging, questions to the client).
+///
+/// **Result.** Whatever the function returns that turns into a result
+/// (`IntoToolResult`): `String`, a number, `Content`, `Json<T>` (structured
+/// content, and `T`'s schema as the output schema), `CallToolResult`, or a
+/// `Result` of these, whose `Err` becomes a failed call (`isError`, with the
+/// error's text) — a `ToolError` keeps its meaning.
 ///
 /// ```ignore
 /// use mcpd::prelude::*;
 ///
-/// /// Returns its message unchanged.
-/// #[mcpd::tool]
-/// async fn echo(args: EchoArgs, ctx: RequestContext) -> Result<CallToolResult, ToolError> {
-///     Ok(CallToolResult::text(args.message))
+/// /// Adds two numbers.
+/// #[mcpd::tool(read_only, title = "Add")]
+/// async fn add(a: i64, #[describe("the second number")] b: i64) -> i64 {
+///     a + b
 /// }
 ///
-/// registry.add_tool(Arc::new(echo()));
+/// Server::new("calc", "1.0.0").tool(add()).run()
 /// ```
 ///
-/// The function becomes a constructor: `echo()` returns the tool (an
-/// `impl Tool`), built with `tool_fn`. The function may leave out the
-/// `RequestContext` parameter when it does not need it.
-///
-/// `#[mcpd::tool(task = "optional")]` lets the tool run as a task (the
-/// Tasks extension); `"required"` runs it only as one; `"forbidden"` is
-/// the default.
+/// The function becomes a constructor: `add()` returns the tool (an
+/// `impl Tool`). Options: `name = "..."`, `title = "..."`, the annotations
+/// `read_only`, `destructive`, `idempotent`, `open_world` (`= false` to
+/// say so), and `task = "optional"` (may run as a task, the Tasks
+/// extension), `"required"` (only as one) or `"forbidden"` (the default).
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = syn::parse_macro_input!(item as ItemFn);
-    expand(attr.into(), item)
+    let item = syn::parse_macro_input!(item as syn::ItemFn);
+    tool::expand(attr.into(), item)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
 
-/// `task = "optional" | "required" | "forbidden"`, the one argument.
-fn task_support(attr: TokenStream2) -> syn::Result<Option<TokenStream2>> {
-    if attr.is_empty() {
-        return Ok(None);
-    }
-    let refuse = |span: proc_macro2::Span| {
-        syn::Error::new(
-            span,
-            "#[mcpd::tool] takes only `task = \"optional\"`, `\"required\"` or `\"forbidden\"`: the name is the function's, the description its doc comment",
-        )
-    };
-    let meta: Meta = syn::parse2(attr.clone()).map_err(|_| refuse(attr.span()))?;
-    let Meta::NameValue(nv) = &meta else {
-        return Err(refuse(meta.span()));
-    };
-    if !nv.path.is_ident("task") {
-        return Err(refuse(nv.path.span()));
-    }
-    let Expr::Lit(lit) = &nv.value else {
-        return Err(refuse(nv.value.span()));
-    };
-    let Lit::Str(s) = &lit.lit else {
-        return Err(refuse(lit.span()));
-    };
-    let variant = match s.value().as_str() {
-        "optional" => quote!(Optional),
-        "required" => quote!(Required),
-        "forbidden" => quote!(Forbidden),
-        _ => return Err(refuse(s.span())),
-    };
-    Ok(Some(
-        quote!(.with_task(::mcpd::prelude::TaskSupport::#variant)),
-    ))
-}
-
-fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenStream2> {
-    let task = task_support(attr)?;
-    let sig = &item.sig;
-    if sig.asyncness.is_none() {
-        return Err(syn::Error::new(
-            sig.fn_token.span(),
-            "#[mcpd::tool] needs an `async fn`",
-        ));
-    }
-    if !sig.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
-            "a tool function cannot be generic",
-        ));
-    }
-    let args_ty = match sig.inputs.first() {
-        Some(FnArg::Typed(arg)) if sig.inputs.len() <= 2 => arg.ty.clone(),
-        _ => {
-            return Err(syn::Error::new(
-                sig.inputs.span(),
-                "a tool function takes its arguments and, optionally, a `RequestContext`: \
-                 `async fn name(args: Args, ctx: RequestContext)`",
-            ))
-        }
-    };
-    let Some(description) = description(&item.attrs) else {
-        return Err(syn::Error::new(
-            sig.ident.span(),
-            "a tool needs a doc comment: it becomes the tool's description",
-        ));
-    };
-    let ident = sig.ident.clone();
-    let name = ident.to_string().trim_start_matches("r#").to_owned();
-    let handler = if sig.inputs.len() == 2 {
-        quote!(#ident)
-    } else {
-        quote!(|args: #args_ty, _: ::mcpd::prelude::RequestContext| #ident(args))
-    };
-
-    // The constructor keeps the docs (and any `cfg`); the function as
-    // written, with its other attributes, moves inside it.
-    let (outer, inner): (Vec<Attribute>, Vec<Attribute>) = std::mem::take(&mut item.attrs)
-        .into_iter()
-        .partition(|a| a.path().is_ident("doc") || a.path().is_ident("cfg"));
-    let cfgs = outer.iter().filter(|a| a.path().is_ident("cfg"));
-    item.attrs = inner.into_iter().chain(cfgs.cloned()).collect();
-    let vis = std::mem::replace(&mut item.vis, Visibility::Inherited);
-    Ok(quote! {
-        #(#outer)*
-        #vis fn #ident() -> impl ::mcpd::prelude::Tool {
-            #item
-            ::mcpd::prelude::tool_fn(#name, #description, #handler)#task
-        }
-    })
-}
-
-/// The doc comment as one string: each line without the space after `///`,
-/// leading and trailing blank lines dropped. `None` when there is no text.
-fn description(attrs: &[Attribute]) -> Option<String> {
-    let mut lines = Vec::new();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
-        let Meta::NameValue(nv) = &attr.meta else {
-            continue;
-        };
-        let Expr::Lit(lit) = &nv.value else { continue };
-        let Lit::Str(s) = &lit.lit else { continue };
-        for line in s.value().split('\n') {
-            lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
-        }
-    }
-    let text = lines.join("\n").trim().to_owned();
-    (!text.is_empty()).then_some(text)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use proc_macro2::TokenStream as TokenStream2;
+    use quote::quote;
+    use syn::ItemFn;
+
+    use crate::tool::{description, expand};
 
     fn expand_fn(attr: TokenStream2, item: TokenStream2) -> syn::Result<String> {
         expand(attr, syn::parse2(item).expect("a fn")).map(|t| t.to_string())
@@ -188,7 +92,58 @@ mod tests {
         .expect("expands");
         assert!(out.contains("pub fn echo ()"), "{out}");
         assert!(
-            out.contains(r#"tool_fn ("echo" , "Returns its message unchanged." , echo)"#),
+            out.contains(r#"tool_fn ("echo" , "Returns its message unchanged.""#),
+            "{out}"
+        );
+        // One parameter named `args`: the whole arguments object.
+        assert!(out.contains("| __a : Echo ,"), "{out}");
+        assert!(out.contains("echo (__a , __ctx)"), "{out}");
+    }
+
+    #[test]
+    fn each_parameter_is_an_argument_with_its_description() {
+        let out = expand_fn(
+            quote!(read_only, title = "Add"),
+            quote! {
+                /// Adds.
+                async fn add(a: i64, ctx: RequestContext, #[describe("the other")] b: Option<i64>) -> i64 { a }
+            },
+        )
+        .expect("expands");
+        assert!(
+            out.contains(
+                "struct __addArgs { a : i64 , # [doc = \"the other\"] b : Option < i64 > , }"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("add (__a . a , __ctx , __a . b)"), "{out}");
+        assert!(
+            out.contains("read_only_hint : :: core :: option :: Option :: Some (true)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"d . title = :: core :: option :: Option :: Some ("Add" . into ())"#),
+            "{out}"
+        );
+        // The parameter's own attribute is gone from the function.
+        assert!(!out.contains("describe"), "{out}");
+    }
+
+    #[test]
+    fn a_result_turns_its_error_into_a_tool_error_and_its_ok_type_names_the_schema() {
+        let out = expand_fn(
+            quote!(),
+            quote! {
+                /// Sums.
+                async fn sum(xs: Vec<i64>) -> Result<Json<Total>, MyError> { todo!() }
+            },
+        )
+        .expect("expands");
+        assert!(out.contains("Failure :: new (e)"), "{out}");
+        assert!(
+            out.contains(
+                "< Json < Total > as :: mcpd :: prelude :: IntoToolResult > :: output_schema ()"
+            ),
             "{out}"
         );
     }
@@ -247,18 +202,18 @@ mod tests {
             quote!(),
             quote!(
                 /// d
-                async fn f() -> R {}
+                async fn f(s: &str) -> R {}
             )
         )
-        .contains("RequestContext"));
+        .contains("owned"));
         assert!(refused(
-            quote!(name = "x"),
+            quote!(colour = "x"),
             quote!(
                 /// d
                 async fn f(a: A) -> R {}
             )
         )
-        .contains("takes only"));
+        .contains("takes"));
         assert!(refused(
             quote!(task = "sometimes"),
             quote!(
@@ -266,7 +221,7 @@ mod tests {
                 async fn f(a: A) -> R {}
             )
         )
-        .contains("takes only"));
+        .contains("takes"));
         assert!(refused(
             quote!(),
             quote!(

@@ -17,18 +17,26 @@ pub use mcpd_core::context::PeerError;
 pub use mcpd_core::handler::{raw_tool, schema_for, structured};
 pub use mcpd_core::skills::Skill;
 pub use mcpd_core::{
-    tool_fn, PromptProvider, Registry, RequestContext, ResourceProvider, TaskPolicy, TaskSupport,
-    Tool, ToolError,
+    tool_fn, IntoToolResult, Json, PromptProvider, Registry, RequestContext, ResourceProvider,
+    TaskPolicy, TaskSupport, Tool, ToolError,
 };
 pub use mcpd_macros::tool;
 pub use mcpd_protocol::types::{
     CallToolResult, Content, CreateMessageParams, ElicitAction, GetPromptResult, JsonObject,
     LoggingLevel, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
-    ResourceTemplate, Role, SamplingMessage, Tool as ToolDef,
+    ResourceTemplate, Role, SamplingMessage, Tool as ToolDef, ToolAnnotations,
 };
 pub use mcpd_protocol::ErrorObject;
 pub use schemars::JsonSchema;
 pub use serde::{Deserialize, Serialize};
 pub use serde_json::json;
 
-pub use crate::{load_config, run, serve_with, Config};
+pub use crate::{load_config, run, serve_with, Config, Server};
+
+/// What `#[mcpd::tool]`'s expansion names; not an API.
+#[doc(hidden)]
+pub mod __private {
+    pub use mcpd_core::returns::failure;
+    pub use schemars;
+    pub use serde;
+}
