@@ -45,9 +45,9 @@ pub(crate) fn build_on(
     extend(&registry);
     let mut server = McpServer::new(
         Implementation {
-            name: "mcpd".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            title: Some("mcpd".into()),
+            name: config.server.name.clone(),
+            version: config.server.version.clone(),
+            title: config.server.title.clone(),
         },
         registry,
         mcpd_core::Limits::from(&config.limits),

@@ -83,6 +83,18 @@ impl Config {
         cli: &Cli,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
+        Self::load_over(&[], cli, env)
+    }
+
+    /// [`Config::load`], with `defaults` (section, key, value) in place of
+    /// the built-in defaults of those keys: what an embedding server sets
+    /// (its name, no demo tool set), which the file, the environment and
+    /// the flags still override.
+    pub fn load_over(
+        defaults: &[(&str, &str, toml::Value)],
+        cli: &Cli,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
         let mut table = match &cli.config {
             Some(path) => layers::read_file(path)?,
             None => Table::new(),
@@ -90,6 +102,15 @@ impl Config {
         let warnings = layers::apply_env(&mut table, &Self::shape(), env);
         for (section, key, value) in cli.overrides() {
             layers::set(&mut table, section, key, value);
+        }
+        for (section, key, value) in defaults {
+            let given = table
+                .get(*section)
+                .and_then(|s| s.as_table())
+                .is_some_and(|s| s.contains_key(*key));
+            if !given {
+                layers::set(&mut table, section, key, value.clone());
+            }
         }
         let mut config: Config =
             serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {

@@ -26,6 +26,11 @@ pub struct ServerSection {
     /// it get 503 + `Retry-After`. 0: no cap.
     pub max_connections: usize,
     pub instructions: Option<String>,
+    /// The name, version and title `initialize` announces (`serverInfo`):
+    /// mcpd's own, or an embedding server's (`mcpd::Server::new`).
+    pub name: String,
+    pub version: String,
+    pub title: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -46,6 +51,9 @@ impl Default for ServerSection {
             shutdown_delay_secs: 0,
             max_connections: 20_000,
             instructions: None,
+            name: "mcpd".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            title: Some("mcpd".into()),
         }
     }
 }
