@@ -129,6 +129,9 @@ ms = med("mcpd", "sessions", "per_cpu_s")
 rs = med("rmcp", "sessions", "per_cpu_s")
 kps = med("mcpd", "idle", "kib_per_session")
 kpst = med("mcpd", "idle", "kib_per_stream")
+kps_red = med("mcpd-redis", "idle", "kib_per_session")
+kpst_red = med("mcpd-redis", "idle", "kib_per_stream")
+rep3_sse = med("3 replicas", "calls-sse", "per_cpu_s")
 mem_sse = med("mcpd", "calls-sse", "per_s")
 red_sse = med("mcpd-redis", "calls-sse", "per_s")
 mem_sse_cpu = med("mcpd", "calls-sse", "per_cpu_s")
@@ -168,14 +171,18 @@ targets = [
      pct(red_sse_cpu, mem_sse_cpu), ge(ratio(red_sse_cpu, mem_sse_cpu), 0.75)),
     ("3 replicas round-robin, JSON echo ≥ 85 % of one replica on Redis (per mcpd CPU-s)",
      pct(rep3, red), ge(ratio(rep3, red), 0.85)),
+    ("3 replicas round-robin, SSE `countdown` ≥ 85 % of one replica on Redis (per mcpd CPU-s)",
+     pct(rep3_sse, red_sse_cpu), ge(ratio(rep3_sse, red_sse_cpu), 0.85)),
     ("session set-up on Redis ≥ 60 % of the memory store (per CPU-s)",
      pct(red_sess, ms), ge(ratio(red_sess, ms), 0.60)),
     ("echo p99 below rmcp's in the same run",
      f"{fmt(mp99, 2)} ms vs {fmt(rp99, 2)} ms", None if mp99 is None or rp99 is None else mp99 < rp99),
     ("session set-up ≥ 2× rmcp (sessions per server CPU-s)",
      f"{fmt(ratio(ms, rs), 2)}× ({fmt(ms)} vs {fmt(rs)})", ge(ratio(ms, rs), 2.0)),
-    ("≤ 4 KiB RSS per idle session (2,000)", f"{fmt(kps, 2)} KiB", le(kps, 4.0)),
-    ("≤ 12 KiB RSS per open GET stream (2,000)", f"{fmt(kpst, 2)} KiB", le(kpst, 12.0)),
+    ("≤ 4 KiB RSS per idle session (2,000), memory store", f"{fmt(kps, 2)} KiB", le(kps, 4.0)),
+    ("≤ 4 KiB RSS per idle session (2,000), Redis store", f"{fmt(kps_red, 2)} KiB", le(kps_red, 4.0)),
+    ("≤ 12 KiB RSS per open GET stream (2,000), memory store", f"{fmt(kpst, 2)} KiB", le(kpst, 12.0)),
+    ("≤ 12 KiB RSS per open GET stream (2,000), Redis store", f"{fmt(kpst_red, 2)} KiB", le(kpst_red, 12.0)),
     (f"10,000 concurrent SSE streams, mcpd started with a soft fd limit of {meta.get('mcpd_soft_fd_start')}",
      f"{fmt(many.get('streams'))} streams held, {many.get('errors', 'n/a')} errors; mcpd's soft limit while running: "
      f"{meta.get('mcpd_soft_fd_running')}",
@@ -238,13 +245,25 @@ w("With Redis every SSE event is appended to a Redis stream before it is written
   "The three replicas all ran on core 0 (the same CPU budget as one), every request of every session sent to the "
   "next replica in turn (no affinity).")
 w("")
+
+
+def redis_cell(s, key):
+    # A JSON echo sends Redis no command (only the replicas' heartbeats
+    # reach it): calls per Redis CPU-second would divide by nearly nothing.
+    if s == "mcpd":
+        return "–"
+    if key == "calls-echo":
+        return "– (no command per call)"
+    return cell(s, key, "per_aux_cpu_s")
+
+
 w("| setup | call | calls/s | calls per mcpd CPU-s | calls per Redis CPU-s | p99 ms |")
 w("| --- | --- | ---: | ---: | ---: | ---: |")
 for s in ["mcpd", "mcpd-redis", "3 replicas"]:
     for key, what in (("calls-echo", "echo (JSON)"), ("calls-sse", "countdown + progress (SSE)")):
         if (s, key) in by:
             w(f"| {NAMES[s]} | {what} | {cell(s, key, 'per_s')} | {cell(s, key, 'per_cpu_s')} | "
-              f"{cell(s, key, 'per_aux_cpu_s') if s != 'mcpd' else '–'} | {cell(s, key, 'p99_ms', 2)} |")
+              f"{redis_cell(s, key)} | {cell(s, key, 'p99_ms', 2)} |")
 w("")
 one = med("mcpd-redis", "calls-sse", "per_cpu_s")
 three = med("3 replicas", "calls-sse", "per_cpu_s")
