@@ -271,8 +271,11 @@ impl RequestContext {
         format!("{kind}-{n}")
     }
 
-    /// Asks the user a question through the client (`elicitation/create`, form mode).
-    pub async fn elicit(
+    /// Asks the user a question through the client (`elicitation/create`,
+    /// form mode) with a schema written by hand; the answer as it came.
+    /// [`Self::elicit`] derives the schema from a type and parses the
+    /// answer into it.
+    pub async fn elicit_with_schema(
         &self,
         message: impl Into<String>,
         requested_schema: JsonObject,
@@ -281,7 +284,7 @@ impl RequestContext {
         self.elicit_as(&key, message, requested_schema).await
     }
 
-    /// [`Self::elicit`] under a key of the handler's choosing (the
+    /// [`Self::elicit_with_schema`] under a key of the handler's choosing (the
     /// `inputRequests` key a stateless-era client sees).
     pub async fn elicit_as(
         &self,

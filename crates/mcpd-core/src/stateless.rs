@@ -4,7 +4,7 @@
 //! A request runs in the same request actor and the same dispatch as in
 //! the session era; only its peer differs. The stateless peer writes
 //! progress and logs straight to the request's response stream, and answers
-//! `ctx.elicit(..)` from `inputResponses` when the client already gave the
+//! `ctx.elicit_with_schema(..)` from `inputResponses` when the client already gave the
 //! answer, or else records the question and parks the handler: the request
 //! then ends with an `InputRequiredResult` whose sealed `requestState`
 //! carries every answer so far. The client's retry re-runs the handler with

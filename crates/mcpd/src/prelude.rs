@@ -17,8 +17,8 @@ pub use mcpd_core::context::PeerError;
 pub use mcpd_core::handler::{raw_tool, schema_for, structured};
 pub use mcpd_core::skills::Skill;
 pub use mcpd_core::{
-    tool_fn, IntoToolResult, Json, PromptProvider, Registry, RequestContext, ResourceProvider,
-    TaskPolicy, TaskSupport, Tool, ToolError,
+    tool_fn, Elicited, IntoToolResult, Json, PromptProvider, Registry, RequestContext,
+    ResourceProvider, TaskPolicy, TaskSupport, Tool, ToolError,
 };
 pub use mcpd_macros::tool;
 pub use mcpd_protocol::types::{

@@ -252,7 +252,7 @@ fn demo_plus() -> TestServer {
                         unreachable!()
                     };
                     let r = ctx
-                        .elicit(format!("{} or {}?", a.first, a.second), schema)
+                        .elicit_with_schema(format!("{} or {}?", a.first, a.second), schema)
                         .await?;
                     let answer = r
                         .content

@@ -249,3 +249,82 @@ async fn a_server_of_your_own_announces_itself_and_serves_only_its_tools() {
         (Toolset::Demo, "mcpd")
     );
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    /// Go ahead?
+    confirm: bool,
+}
+
+/// Sends money, once the user confirms.
+#[mcpd::tool(destructive)]
+async fn transfer(amount: u32, ctx: RequestContext) -> Result<String, ToolError> {
+    match ctx.elicit::<Confirm>(format!("Send {amount} €?")).await? {
+        Elicited::Accepted(Confirm { confirm: true }) => Ok(format!("sent {amount}")),
+        Elicited::Accepted(_) | Elicited::Declined => Ok("not sent".into()),
+        Elicited::Cancelled => Err(ToolError::Failed("cancelled by the user".into())),
+    }
+}
+
+/// A typed question: the form's schema is the type's, the answer is the type.
+#[tokio::test]
+async fn a_typed_question_asks_for_the_type_and_reads_the_answer_into_it() {
+    let mut config = Config::default();
+    config.server.toolset = Toolset::None;
+    let s = TestServer::start_serving(config, |config, listener| {
+        serve_with(config, listener, |registry| {
+            registry.add_tool(Arc::new(transfer()));
+        })
+    });
+    let c = session(&s).await;
+    for (answer, text) in [
+        (
+            json!({"action": "accept", "content": {"confirm": true}}),
+            "sent 10",
+        ),
+        (
+            json!({"action": "accept", "content": {"confirm": false}}),
+            "not sent",
+        ),
+        (json!({"action": "decline"}), "not sent"),
+    ] {
+        let (_, _, mut st) = c
+            .request_stream(
+                7,
+                "tools/call",
+                call_params("transfer", json!({"amount": 10}), None),
+            )
+            .await;
+        let ask = loop {
+            let e = st
+                .next_within(std::time::Duration::from_secs(5))
+                .await
+                .expect("an event");
+            if let Some(m) = e.json() {
+                break m;
+            }
+        };
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        assert_eq!(ask["params"]["message"], "Send 10 €?");
+        let schema = &ask["params"]["requestedSchema"];
+        assert_eq!(
+            schema["properties"]["confirm"]["type"], "boolean",
+            "{schema}"
+        );
+        assert_eq!(schema["properties"]["confirm"]["description"], "Go ahead?");
+        let r = c
+            .post(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": answer}))
+            .await;
+        assert_eq!(r.status, 202, "{r:?}");
+        let done = loop {
+            let e = st
+                .next_within(std::time::Duration::from_secs(5))
+                .await
+                .expect("the response");
+            if let Some(m) = e.json().filter(|m| m.get("result").is_some()) {
+                break m;
+            }
+        };
+        assert_eq!(tool_text(&done["result"]), text, "{done}");
+    }
+}

@@ -208,7 +208,7 @@ pub fn install(registry: &Registry) {
                 },
                 "required": ["username", "email"]
             }));
-            let r = ctx.elicit(message, schema).await?;
+            let r = ctx.elicit_with_schema(message, schema).await?;
             Ok(CallToolResult::text(format!(
                 "User response: {}",
                 describe(&r)
@@ -229,7 +229,7 @@ pub fn install(registry: &Registry) {
                 },
                 "required": []
             }));
-            let r = ctx.elicit("Please review and update the form fields with defaults", schema).await?;
+            let r = ctx.elicit_with_schema("Please review and update the form fields with defaults", schema).await?;
             Ok(CallToolResult::text(format!("Elicitation completed: {}", describe(&r))))
         },
     )));
@@ -263,7 +263,7 @@ pub fn install(registry: &Registry) {
                 "required": []
             }));
             let r = ctx
-                .elicit("Please choose from the enum fields", schema)
+                .elicit_with_schema("Please choose from the enum fields", schema)
                 .await?;
             Ok(CallToolResult::text(format!(
                 "Elicitation completed: {}",

@@ -202,7 +202,7 @@ async fn ask_user(a: AskArgs, ctx: RequestContext) -> Result<CallToolResult, Too
         "required": ["answer"],
     });
     let JsonValueObject(schema) = JsonValueObject::from(schema);
-    let r = ctx.elicit(a.question, schema).await?;
+    let r = ctx.elicit_with_schema(a.question, schema).await?;
     match (
         r.action,
         r.content
