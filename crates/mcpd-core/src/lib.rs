@@ -41,6 +41,8 @@ pub mod limits;
 pub mod listen;
 pub mod node;
 pub mod paging;
+pub mod provide;
+pub mod provide_prompt;
 pub mod questions;
 pub mod registry;
 pub mod request;

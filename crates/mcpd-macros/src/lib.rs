@@ -10,6 +10,7 @@
 use proc_macro::TokenStream;
 
 mod options;
+mod provider;
 mod tool;
 
 /// Makes an `async fn` a tool. The tool's name is the function's name, its
@@ -49,6 +50,44 @@ mod tool;
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = syn::parse_macro_input!(item as syn::ItemFn);
     tool::expand(attr.into(), item)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Makes an `async fn` a resource, or a resource template when its URI has
+/// `{variables}`: `#[mcpd::resource("config://app")]`,
+/// `#[mcpd::resource("weather://{city}/days/{days}", mime = "text/plain")]`.
+/// The name is the function's, the description its doc comment. A
+/// template's variables are the function's parameters of the same names,
+/// parsed from the URI into their types (`days: u8`; a value that does not
+/// parse is refused with `-32602` naming it); a `RequestContext` parameter
+/// gets the request's context. The return value becomes the contents
+/// (`String`, `Json<T>`, `ResourceContents`, or a `Result` of these).
+/// `complete(city = cities)` completes a variable with
+/// `fn cities(prefix: &str) -> Vec<String>`; `title = "..."` and
+/// `name = "..."` as for tools. The function becomes the constructor of
+/// its `ResourceProvider`: `Server::new(..).resources(weather())`.
+#[proc_macro_attribute]
+pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = syn::parse_macro_input!(item as syn::ItemFn);
+    provider::expand_resource(attr.into(), item)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Makes an `async fn` a prompt: its name is the function's, its
+/// description the doc comment, its arguments the parameters (`Option<T>`:
+/// not required; each parsed from the client's string into its type;
+/// described with a doc comment or `#[describe("...")]`). The return value
+/// becomes the messages: a `String` is one user message; also
+/// `Vec<PromptMessage>`, `GetPromptResult`, or a `Result` of these.
+/// `complete(language = languages)` completes an argument. The function
+/// becomes the constructor of its `PromptProvider`:
+/// `Server::new(..).prompts(review())`.
+#[proc_macro_attribute]
+pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = syn::parse_macro_input!(item as syn::ItemFn);
+    provider::expand_prompt(attr.into(), item)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -38,7 +38,7 @@ pub mod toolsets;
 pub use build::{build, Endpoint};
 pub use config::{Cli, Config, StoreBackend, Transport};
 pub use entry::{init_telemetry, load_config, load_config_from, run, run_stdio};
-pub use mcpd_macros::tool;
+pub use mcpd_macros::{prompt, resource, tool};
 pub use serve::{serve, serve_with, Running};
 pub use server::Server;
 pub use shutdown::StopHandle;

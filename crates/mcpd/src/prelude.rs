@@ -36,6 +36,11 @@ pub use crate::{load_config, run, serve_with, Config, Server};
 /// What `#[mcpd::tool]`'s expansion names; not an API.
 #[doc(hidden)]
 pub mod __private {
+    /// The runtime side of `#[mcpd::resource]` and `#[mcpd::prompt]`.
+    pub mod provide {
+        pub use mcpd_core::provide::*;
+        pub use mcpd_core::provide_prompt::*;
+    }
     pub use mcpd_core::returns::failure;
     pub use schemars;
     pub use serde;
