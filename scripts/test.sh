@@ -131,6 +131,11 @@ cp "$ROOT/tests/interop/browser.mjs" "$NODE_DIR/" 2>/dev/null
 (cd "$NODE_DIR" && MCPD_BIN="$MCPD_BIN" timeout 120 node browser.mjs) 2>"$LOGDIR/browser.err" | tee "$LOGDIR/browser.log"
 summarise browser "$LOGDIR/browser.log"
 
+# --- the tool-author examples, called by the Python SDK client in both eras -----
+say "tool-author examples (crates/mcpd/examples) with the Python SDK, both eras"
+timeout 600 bash "$ROOT/tests/interop/examples.sh" 2>"$LOGDIR/examples.err" | tee "$LOGDIR/examples.log"
+summarise examples "$LOGDIR/examples.log"
+
 # --- the gateway: SDK client -> mcpd -> server-everything (stdio) + PyPI mcp (HTTP) ---
 say "gateway interop (upstream MCP servers behind mcpd)"
 MCPD_BIN="$MCPD_BIN" timeout 300 bash "$ROOT/tests/interop/gateway.sh" 2>"$LOGDIR/gateway.err" | tee "$LOGDIR/gateway.log"

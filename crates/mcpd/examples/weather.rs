@@ -1,9 +1,8 @@
-//! A custom MCP server: mcpd plus one tool of your own, in one small file.
+//! A tool over an arguments struct, with logging and progress: mcpd plus
+//! one tool of your own.
 //!
-//! Run: `cargo run -p mcpd --example weather -- --toolset none`
-//! then call `forecast` from any MCP client at http://127.0.0.1:8080/mcp.
-
-use std::process::ExitCode;
+//! Run: `cargo run -p mcpd --example weather`, then call `forecast` from
+//! any MCP client at http://127.0.0.1:8080/mcp.
 
 use mcpd::prelude::*;
 
@@ -17,45 +16,25 @@ struct Forecast {
 }
 
 /// Weather forecast for a city.
-#[mcpd::tool]
-async fn forecast(args: Forecast, ctx: RequestContext) -> Result<CallToolResult, ToolError> {
+#[mcpd::tool(read_only)]
+async fn forecast(args: Forecast, ctx: RequestContext) -> Result<String, ToolError> {
     if !(1..=7).contains(&args.days) {
         return Err(ToolError::InvalidArguments(
             "days must be between 1 and 7".into(),
         ));
     }
-    ctx.log(
-        LoggingLevel::Info,
-        format!("forecasting {} days for {}", args.days, args.city),
-    )
-    .await?;
+    let note = format!("forecasting {} days for {}", args.days, args.city);
+    ctx.log(LoggingLevel::Info, note).await?;
     for day in 1..=args.days {
         ctx.progress(f64::from(day), Some(f64::from(args.days)), None)
             .await?;
     }
-    Ok(CallToolResult::text(format!(
+    Ok(format!(
         "{}: sunny for the next {} days",
         args.city, args.days
-    )))
+    ))
 }
 
-fn main() -> ExitCode {
-    let config = match mcpd::load_config() {
-        Ok(Some(c)) => c,
-        Ok(None) => return ExitCode::SUCCESS, // --check-config
-        Err(e) => {
-            eprintln!("weather: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = mcpd::run(&config, |registry| {
-        registry.add_tool(Arc::new(forecast()));
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("weather: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+fn main() -> std::process::ExitCode {
+    mcpd::server!().tool(forecast()).run()
 }
