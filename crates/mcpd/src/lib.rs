@@ -32,6 +32,7 @@ mod shutdown;
 mod skills;
 pub mod stdio;
 mod stores;
+pub mod testing;
 mod tls;
 pub mod toolsets;
 

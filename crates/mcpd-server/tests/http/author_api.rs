@@ -193,3 +193,96 @@ async fn a_prompt_with_typed_arguments_is_listed_rendered_and_completed() {
         "{done}"
     );
 }
+
+/// Adds two numbers.
+#[mcpd::tool]
+async fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    confirm: bool,
+}
+
+/// Deletes, once confirmed.
+#[mcpd::tool(destructive)]
+async fn delete(what: String, ctx: RequestContext) -> Result<String, ToolError> {
+    match ctx.elicit::<Confirm>(format!("Delete {what}?")).await? {
+        Elicited::Accepted(Confirm { confirm: true }) => Ok(format!("deleted {what}")),
+        _ => Ok("kept".into()),
+    }
+}
+
+/// A tool author's unit test: no HTTP, no port, questions answered by the test.
+#[tokio::test]
+async fn the_in_process_client_calls_reads_gets_and_answers() {
+    use mcpd::testing::TestClient;
+    let server = || {
+        Server::new("t", "1")
+            .tool(add())
+            .tool(delete())
+            .resources(reading())
+            .prompts(review())
+    };
+    let client = TestClient::answering(server(), |method, params| {
+        assert_eq!(method, "elicitation/create");
+        let yes = params["message"] == "Delete notes?";
+        json!({"action": "accept", "content": {"confirm": yes}})
+    });
+    let r = client
+        .call_tool("add", json!({"a": 2, "b": 40}))
+        .await
+        .unwrap();
+    assert_eq!(r.content, vec![Content::text("42")]);
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["add", "delete"]);
+    let r = client
+        .call_tool("delete", json!({"what": "notes"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content, vec![Content::text("deleted notes")]);
+    let r = client
+        .call_tool("delete", json!({"what": "photos"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content, vec![Content::text("kept")]);
+    // A failed call is a result, a bad request an error.
+    let r = client.call_tool("add", json!({"a": 2})).await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let e = client.call_tool("nope", json!({})).await.unwrap_err();
+    assert_eq!(e.code.0, -32602, "{e:?}");
+    let c = client.read_resource("weather://Lima/day/1").await.unwrap();
+    assert_eq!(
+        c,
+        vec![ResourceContents::text(
+            "weather://Lima/day/1",
+            "text/plain",
+            "Lima, day 1: 21 °C"
+        )]
+    );
+    let e = client
+        .read_resource("weather://Lima/day/x")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.0, -32602);
+    let p = client
+        .get_prompt("review", json!({"code": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(p.messages.len(), 1);
+
+    // Without an answerer, a question fails the call, clearly.
+    let plain = TestClient::new(server());
+    let r = plain
+        .call_tool("delete", json!({"what": "notes"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+}
