@@ -6,8 +6,8 @@ do for a real client.
 Usage: python examples.py URL EXAMPLE [modern|legacy]
 
   EXAMPLE: minimal (one tool, `add`), weather (a tool over an arguments
-      struct, with progress) or station (two tools, a resource, a template,
-      a prompt). modern: `Client(url, mode="auto")`, which adopts
+      struct, with progress), confirm (a typed question to the user) or
+      station (two tools, a resource, a template, a prompt). modern: `Client(url, mode="auto")`, which adopts
       2026-07-28 (stateless); legacy: the 2025 session era.
 
 Prints "PASS <prefix><name>" / "FAIL <prefix><name>: reason" per check and
@@ -57,6 +57,14 @@ async def main(url: str, example: str, modern: bool) -> int:
             report.emit_fail(name, f"{type(e).__name__}: {e}")
 
     progress: list[float] = []
+    asked: list[Any] = []
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params)
+        # The first question is confirmed, the next declined.
+        if len(asked) == 1:
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="decline")
 
     async def on_progress(p: float, total: float | None, message: str | None) -> None:
         progress.append(p)
@@ -65,6 +73,7 @@ async def main(url: str, example: str, modern: bool) -> int:
         streamable_http_client(url, terminate_on_close=True),
         mode="auto" if modern else "legacy",
         read_timeout_seconds=10.0,
+        elicitation_callback=on_elicit,
         client_info=types.Implementation(name="mcpd-examples-py", version="0.0.0"),
     ) as client:
         want = "2026-07-28" if modern else "2025-11-25"
@@ -87,6 +96,18 @@ async def main(url: str, example: str, modern: bool) -> int:
             require(bad.is_error and "between 1 and 7" in text_of(bad), f"days 9: {bad.model_dump_json()[:200]}")
             return "3 progress notifications; days 9 refused"
 
+        async def confirm() -> str:
+            r = await client.call_tool("transfer", {"amount": 10})
+            require(text_of(r) == "sent 10 €", f"confirmed: {r.model_dump_json()[:200]}")
+            schema = asked[0].requested_schema
+            require(schema["properties"]["confirm"]["type"] == "boolean", f"schema {schema}")
+            r = await client.call_tool("transfer", {"amount": 20})
+            require(text_of(r) == "not sent", f"declined: {r.model_dump_json()[:200]}")
+            return f"{len(asked)} questions: confirmed, then declined"
+
+        if example == "confirm":
+            await check("transfer", confirm)
+            return 0 if report.failed == 0 else 1
         if example == "weather":
             await check("forecast", weather)
             return 0 if report.failed == 0 else 1
