@@ -137,8 +137,17 @@ impl Server {
     /// process's exit status: 2 for a configuration error, 1 when serving
     /// failed, each after one line on stderr saying why.
     pub fn run(self) -> ExitCode {
-        use clap::Parser;
-        let cli = Cli::parse();
+        use clap::{CommandFactory, FromArgMatches};
+        // `--help` and `--version` name this server, not mcpd (clap keeps
+        // them for the process's life: leaked once, as `run` runs once).
+        let name: &'static str = Box::leak(self.name.clone().into_boxed_str());
+        let version: &'static str = Box::leak(self.version.clone().into_boxed_str());
+        let matches = Cli::command()
+            .name(name)
+            .bin_name(name)
+            .version(version)
+            .get_matches();
+        let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         let config = match self.config(&cli) {
             Ok(c) if cli.check_config => {
                 return match crate::check::report(&c, cli.check_connections) {
