@@ -6,8 +6,8 @@ do for a real client.
 Usage: python examples.py URL EXAMPLE [modern|legacy]
 
   EXAMPLE: minimal (one tool, `add`), weather (a tool over an arguments
-      struct, with progress), confirm (a typed question to the user) or
-      station (two tools, a resource, a template, a prompt). modern: `Client(url, mode="auto")`, which adopts
+      struct, with progress), confirm (a typed question to the user), counter
+      (state shared by two tools) or station (two tools, a resource, a template, a prompt). modern: `Client(url, mode="auto")`, which adopts
       2026-07-28 (stateless); legacy: the 2025 session era.
 
 Prints "PASS <prefix><name>" / "FAIL <prefix><name>: reason" per check and
@@ -105,6 +105,17 @@ async def main(url: str, example: str, modern: bool) -> int:
             require(text_of(r) == "not sent", f"declined: {r.model_dump_json()[:200]}")
             return f"{len(asked)} questions: confirmed, then declined"
 
+        async def counter() -> str:
+            before = int(text_of(await client.call_tool("visits", {})))
+            first = int(text_of(await client.call_tool("visit", {})))
+            second = int(text_of(await client.call_tool("visit", {})))
+            after = int(text_of(await client.call_tool("visits", {})))
+            require((first, second, after) == (before + 1, before + 2, before + 2), f"{before} {first} {second} {after}")
+            return f"visits {before} -> {after}"
+
+        if example == "counter":
+            await check("shared_state", counter)
+            return 0 if report.failed == 0 else 1
         if example == "confirm":
             await check("transfer", confirm)
             return 0 if report.failed == 0 else 1

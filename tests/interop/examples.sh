@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tool-author examples (crates/mcpd/examples: minimal, weather, confirm,
-# station)
+# counter, station)
 # built, each started on its own port, and called by the official Python
 # SDK client (tests/interop/examples.py) in both eras: 2026-07-28
 # (mode="auto") and the 2025 session era (mode="legacy").
@@ -21,7 +21,7 @@ passed=0; failed=0
 fail() { echo "FAIL examples:$1: $2"; failed=$((failed + 1)); }
 
 (cd "$ROOT" && cargo build -q -p mcpd --examples) || { fail build "cargo build -p mcpd --examples failed"; echo "examples: $passed passed, $failed failed"; exit 1; }
-for ex in minimal weather confirm station; do
+for ex in minimal weather confirm counter station; do
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   "$TARGET/debug/examples/$ex" --listen "127.0.0.1:$port" >"$LOG/$ex.out" 2>"$LOG/$ex.err" &
   PID=$!

@@ -22,6 +22,9 @@ mod tool;
 /// named `args` is instead the whole arguments object (a type deriving
 /// `Deserialize` and `JsonSchema`). A `RequestContext` parameter, anywhere,
 /// gets the request's context (progress, logging, questions to the client).
+/// A parameter marked `#[state]` is not an argument: the constructor takes
+/// it (`hit(counter.clone())`) and each call gets a clone (share state with
+/// an `Arc`).
 ///
 /// **Result.** Whatever the function returns that turns into a result
 /// (`IntoToolResult`): `String`, a number, `Content`, `Json<T>` (structured
@@ -166,6 +169,29 @@ mod tests {
         );
         // The parameter's own attribute is gone from the function.
         assert!(!out.contains("describe"), "{out}");
+    }
+
+    #[test]
+    fn a_state_parameter_is_the_constructors_and_cloned_into_each_call() {
+        let out = expand_fn(
+            quote!(),
+            quote! {
+                /// Counts.
+                async fn hits(#[state] hits: Arc<AtomicU64>, by: u64) -> u64 { 0 }
+            },
+        )
+        .expect("expands");
+        assert!(
+            out.contains("fn hits (__state_hits : Arc < AtomicU64 >)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("let __state_hits = :: core :: clone :: Clone :: clone (& __state_hits)"),
+            "{out}"
+        );
+        assert!(out.contains("hits (__state_hits , __a . by)"), "{out}");
+        // Not an argument of the tool.
+        assert!(out.contains("struct __hitsArgs { by : u64 , }"), "{out}");
     }
 
     #[test]

@@ -31,11 +31,19 @@ fn is_context(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "RequestContext"))
 }
 
-/// Splits the parameters into arguments and the context (at most one,
-/// anywhere); strips the argument docs the compiler would refuse.
-fn inputs(item: &mut ItemFn) -> syn::Result<(Inputs, Option<usize>)> {
+/// A `#[state]` parameter: passed to the constructor, cloned into each call.
+struct State {
+    at: usize,
+    ident: syn::Ident,
+    ty: Type,
+}
+
+/// Splits the parameters into arguments, the context (at most one,
+/// anywhere) and state; strips the attributes the compiler would refuse.
+fn inputs(item: &mut ItemFn) -> syn::Result<(Inputs, Option<usize>, Vec<State>)> {
     let mut args = Vec::new();
     let mut ctx = None;
+    let mut states = Vec::new();
     for (i, input) in item.sig.inputs.iter_mut().enumerate() {
         let FnArg::Typed(pt) = input else {
             return Err(syn::Error::new(
@@ -55,6 +63,15 @@ fn inputs(item: &mut ItemFn) -> syn::Result<(Inputs, Option<usize>)> {
                 "name each argument: its name is the argument's name in the tool's input schema",
             ));
         };
+        if let Some(at) = pt.attrs.iter().position(|a| a.path().is_ident("state")) {
+            pt.attrs.remove(at);
+            states.push(State {
+                at: i,
+                ident: pi.ident.clone(),
+                ty: (*pt.ty).clone(),
+            });
+            continue;
+        }
         if let Type::Reference(r) = &*pt.ty {
             return Err(syn::Error::new(
                 r.span(),
@@ -74,9 +91,9 @@ fn inputs(item: &mut ItemFn) -> syn::Result<(Inputs, Option<usize>)> {
     }
     if args.len() == 1 && args[0].ident == "args" {
         let a = args.pop().expect("one");
-        return Ok((Inputs::Whole(Box::new(a.ty)), ctx));
+        return Ok((Inputs::Whole(Box::new(a.ty)), ctx, states));
     }
-    Ok((Inputs::Each(args), ctx))
+    Ok((Inputs::Each(args), ctx, states))
 }
 
 /// `#[describe("text")]` as `#[doc = "text"]` (a doc comment stays one).
@@ -125,7 +142,7 @@ pub(crate) fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenS
             "a tool needs a doc comment: it becomes the tool's description",
         ));
     };
-    let (inputs, ctx_at) = inputs(&mut item)?;
+    let (inputs, ctx_at, states) = inputs(&mut item)?;
     let ident = item.sig.ident.clone();
     let name = opts
         .name
@@ -162,6 +179,9 @@ pub(crate) fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenS
     for i in 0..n_params {
         if Some(i) == ctx_at {
             call.push(quote!(__ctx));
+        } else if let Some(s) = states.iter().find(|s| s.at == i) {
+            let id = format_ident!("__state_{}", s.ident);
+            call.push(quote!(#id));
         } else if let Some(a) = args_iter.next() {
             call.push(a);
         }
@@ -203,18 +223,26 @@ pub(crate) fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenS
     let cfgs = outer.iter().filter(|a| a.path().is_ident("cfg"));
     item.attrs = inner.into_iter().chain(cfgs.cloned()).collect();
     let vis = std::mem::replace(&mut item.vis, Visibility::Inherited);
+    // Named apart from the function: its own name may be a state's.
+    let (sid, sty): (Vec<_>, Vec<_>) = states
+        .iter()
+        .map(|s| (format_ident!("__state_{}", s.ident), &s.ty))
+        .unzip();
     Ok(quote! {
         #(#outer)*
-        #vis fn #ident() -> impl ::mcpd::prelude::Tool {
+        #vis fn #ident(#(#sid: #sty),*) -> impl ::mcpd::prelude::Tool {
             #item
             #args_struct
             ::mcpd::prelude::tool_fn(
                 #name,
                 #description,
-                |__a: #args_ty, __ctx: ::mcpd::prelude::RequestContext| async move {
-                    let _ = &__ctx;
-                    let __out = #ident(#(#call),*).await;
-                    #convert
+                move |__a: #args_ty, __ctx: ::mcpd::prelude::RequestContext| {
+                    #(let #sid = ::core::clone::Clone::clone(&#sid);)*
+                    async move {
+                        let _ = &__ctx;
+                        let __out = #ident(#(#call),*).await;
+                        #convert
+                    }
                 },
             )
             .with_definition(|d| {
