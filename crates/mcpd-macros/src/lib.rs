@@ -9,6 +9,7 @@
 
 use proc_macro::TokenStream;
 
+mod common;
 mod options;
 mod provider;
 mod tool;
@@ -101,7 +102,8 @@ mod tests {
     use quote::quote;
     use syn::ItemFn;
 
-    use crate::tool::{description, expand};
+    use crate::common::description;
+    use crate::tool::expand;
 
     fn expand_fn(attr: TokenStream2, item: TokenStream2) -> syn::Result<String> {
         expand(attr, syn::parse2(item).expect("a fn")).map(|t| t.to_string())

@@ -7,12 +7,9 @@ use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{
-    Attribute, Expr, FnArg, GenericArgument, ItemFn, Lit, LitStr, Meta, Pat, PathArguments, Token,
-    Type, Visibility,
-};
+use syn::{Expr, ItemFn, Lit, LitStr, Meta, Token};
 
-use crate::tool::description;
+use crate::common::{checked, constructor, first_arg_of, name_of, params, Param};
 
 /// The attribute: an optional URI first, then `name = "..."`, `title`,
 /// `mime` and `complete(arg = function, ...)`.
@@ -95,112 +92,6 @@ impl Parse for Attr {
     }
 }
 
-/// One parameter: the context, or an argument (name, type, description).
-enum Param {
-    Context,
-    Arg {
-        ident: syn::Ident,
-        ty: Box<Type>,
-        docs: Option<String>,
-    },
-}
-
-fn is_context(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "RequestContext"))
-}
-
-/// `T` of `Option<T>`.
-fn option_of(ty: &Type) -> Option<&Type> {
-    let Type::Path(p) = ty else { return None };
-    let last = p.path.segments.last()?;
-    if last.ident != "Option" {
-        return None;
-    }
-    let PathArguments::AngleBracketed(a) = &last.arguments else {
-        return None;
-    };
-    match a.args.first()? {
-        GenericArgument::Type(t) => Some(t),
-        _ => None,
-    }
-}
-
-/// The parameters, their describing attributes stripped from the function.
-fn params(item: &mut ItemFn) -> syn::Result<Vec<Param>> {
-    let mut out = Vec::new();
-    for input in item.sig.inputs.iter_mut() {
-        let FnArg::Typed(pt) = input else {
-            return Err(syn::Error::new(input.span(), "takes no `self`"));
-        };
-        if is_context(&pt.ty) {
-            out.push(Param::Context);
-            continue;
-        }
-        let Pat::Ident(pi) = &*pt.pat else {
-            return Err(syn::Error::new(pt.pat.span(), "name each argument"));
-        };
-        if let Type::Reference(r) = &*pt.ty {
-            return Err(syn::Error::new(
-                r.span(),
-                "arguments are owned values (`String`, not `&str`)",
-            ));
-        }
-        let (docs, rest): (Vec<Attribute>, Vec<Attribute>) = std::mem::take(&mut pt.attrs)
-            .into_iter()
-            .partition(|a| a.path().is_ident("doc") || a.path().is_ident("describe"));
-        pt.attrs = rest;
-        let mut text = description(&docs);
-        for a in docs.iter().filter(|a| a.path().is_ident("describe")) {
-            text = Some(a.parse_args::<LitStr>()?.value());
-        }
-        out.push(Param::Arg {
-            ident: pi.ident.clone(),
-            ty: pt.ty.clone(),
-            docs: text,
-        });
-    }
-    Ok(out)
-}
-
-fn checked(item: &ItemFn, what: &str) -> syn::Result<String> {
-    if item.sig.asyncness.is_none() {
-        return Err(syn::Error::new(
-            item.sig.fn_token.span(),
-            format!("#[mcpd::{what}] needs an `async fn`"),
-        ));
-    }
-    if !item.sig.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            item.sig.generics.span(),
-            "cannot be generic",
-        ));
-    }
-    description(&item.attrs).ok_or_else(|| {
-        syn::Error::new(
-            item.sig.ident.span(),
-            format!("a {what} needs a doc comment: it becomes its description"),
-        )
-    })
-}
-
-/// The constructor around `item`: its docs outside, the function inside.
-fn wrap(mut item: ItemFn, returns: TokenStream2, body: TokenStream2) -> TokenStream2 {
-    let (outer, inner): (Vec<Attribute>, Vec<Attribute>) = std::mem::take(&mut item.attrs)
-        .into_iter()
-        .partition(|a| a.path().is_ident("doc") || a.path().is_ident("cfg"));
-    let cfgs = outer.iter().filter(|a| a.path().is_ident("cfg"));
-    item.attrs = inner.into_iter().chain(cfgs.cloned()).collect();
-    let vis = std::mem::replace(&mut item.vis, Visibility::Inherited);
-    let ident = item.sig.ident.clone();
-    quote! {
-        #(#outer)*
-        #vis fn #ident() -> #returns {
-            #item
-            #body
-        }
-    }
-}
-
 fn completions(a: &Attr) -> TokenStream2 {
     let calls = a.complete.iter().map(|(arg, f)| match f {
         Expr::Array(list) => quote!(.with_choices(#arg, &#list)),
@@ -231,6 +122,12 @@ pub(crate) fn expand_resource(attr: TokenStream2, mut item: ItemFn) -> syn::Resu
     for p in &params {
         match p {
             Param::Context => call.push(quote!(__ctx.clone())),
+            Param::State { ident, .. } => {
+                return Err(syn::Error::new(
+                    ident.span(),
+                    "#[state] is for tools; a resource or prompt reads shared state some other way",
+                ))
+            }
             Param::Arg { ident, ty, .. } => {
                 let name = ident.to_string();
                 if !vars.contains(&name) {
@@ -250,10 +147,7 @@ pub(crate) fn expand_resource(attr: TokenStream2, mut item: ItemFn) -> syn::Resu
         }
     }
     let ident = item.sig.ident.clone();
-    let name = a
-        .name
-        .clone()
-        .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+    let name = name_of(&a.name, &item);
     let mime = match &a.mime {
         Some(m) => quote!(::core::option::Option::Some(#m)),
         None => quote!(::core::option::Option::None),
@@ -276,8 +170,9 @@ pub(crate) fn expand_resource(attr: TokenStream2, mut item: ItemFn) -> syn::Resu
         )
         #more
     };
-    Ok(wrap(
+    Ok(constructor(
         item,
+        quote!(),
         quote!(impl ::mcpd::prelude::ResourceProvider),
         body,
     ))
@@ -296,13 +191,19 @@ pub(crate) fn expand_prompt(attr: TokenStream2, mut item: ItemFn) -> syn::Result
     for p in &params {
         match p {
             Param::Context => call.push(quote!(__ctx.clone())),
+            Param::State { ident, .. } => {
+                return Err(syn::Error::new(
+                    ident.span(),
+                    "#[state] is for tools; a resource or prompt reads shared state some other way",
+                ))
+            }
             Param::Arg { ident, ty, docs } => {
                 let name = ident.to_string();
-                let docs = match docs {
+                let docs = match crate::common::description(docs) {
                     Some(d) => quote!(::core::option::Option::Some(#d.into())),
                     None => quote!(::core::option::Option::None),
                 };
-                let (fetch, required) = match option_of(ty) {
+                let (fetch, required) = match first_arg_of(ty, "Option") {
                     Some(inner) => (
                         quote!(::mcpd::prelude::__private::provide::prompt_arg::<#inner>(&__args, #name)?),
                         false,
@@ -329,10 +230,7 @@ pub(crate) fn expand_prompt(attr: TokenStream2, mut item: ItemFn) -> syn::Result
         }
     }
     let ident = item.sig.ident.clone();
-    let name = a
-        .name
-        .clone()
-        .unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_owned());
+    let name = name_of(&a.name, &item);
     let more = completions(&a);
     let body = quote! {
         ::mcpd::prelude::__private::provide::prompt_fn(
@@ -348,8 +246,9 @@ pub(crate) fn expand_prompt(attr: TokenStream2, mut item: ItemFn) -> syn::Result
         )
         #more
     };
-    Ok(wrap(
+    Ok(constructor(
         item,
+        quote!(),
         quote!(impl ::mcpd::prelude::PromptProvider),
         body,
     ))
