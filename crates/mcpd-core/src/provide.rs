@@ -23,22 +23,37 @@ pub type Completer = fn(&str) -> Vec<String>;
 
 /// How an argument is completed: by a function, or from fixed choices
 /// (those starting like what was typed).
-#[derive(Clone)]
-pub(crate) enum Completion {
+enum Completion {
     By(Completer),
     Choices(&'static [&'static str]),
 }
 
-impl Completion {
-    pub(crate) fn complete(&self, value: &str) -> Vec<String> {
-        match self {
+/// The completions of a resource template's variables or a prompt's
+/// arguments, by name.
+#[derive(Default)]
+pub(crate) struct Completions(Vec<(String, Completion)>);
+
+impl Completions {
+    pub(crate) fn by(&mut self, name: &str, complete: Completer) {
+        self.0.push((name.to_owned(), Completion::By(complete)));
+    }
+
+    pub(crate) fn choices(&mut self, name: &str, choices: &'static [&'static str]) {
+        self.0.push((name.to_owned(), Completion::Choices(choices)));
+    }
+
+    /// The values for `name` that start like `value`; `None` when `name`
+    /// has no completion.
+    pub(crate) fn complete(&self, name: &str, value: &str) -> Option<Vec<String>> {
+        let (_, c) = self.0.iter().find(|(n, _)| n == name)?;
+        Some(match c {
             Completion::By(f) => f(value),
             Completion::Choices(c) => c
                 .iter()
                 .filter(|c| c.starts_with(value))
                 .map(|c| (*c).to_owned())
                 .collect(),
-        }
+        })
     }
 }
 
@@ -232,7 +247,7 @@ fn percent_decode(s: &str) -> String {
 pub struct FnResource<F> {
     kind: Kind,
     read: F,
-    completers: Vec<(String, Completion)>,
+    completers: Completions,
 }
 
 enum Kind {
@@ -277,7 +292,7 @@ where
     FnResource {
         kind,
         read,
-        completers: Vec::new(),
+        completers: Completions::default(),
     }
 }
 
@@ -293,15 +308,13 @@ impl<F> FnResource<F> {
 
     /// Completes template variable `name` with `complete`.
     pub fn with_completion(mut self, name: &str, complete: Completer) -> Self {
-        self.completers
-            .push((name.to_owned(), Completion::By(complete)));
+        self.completers.by(name, complete);
         self
     }
 
     /// Completes `name` from `choices`.
     pub fn with_choices(mut self, name: &str, choices: &'static [&'static str]) -> Self {
-        self.completers
-            .push((name.to_owned(), Completion::Choices(choices)));
+        self.completers.choices(name, choices);
         self
     }
 }
@@ -356,8 +369,7 @@ where
         if t.uri_template != uri_template {
             return None;
         }
-        let found = self.completers.iter().find(|(n, _)| n == argument)?;
-        Some(found.1.complete(value))
+        self.completers.complete(argument, value)
     }
 }
 

@@ -13,7 +13,7 @@ use mcpd_protocol::ErrorObject;
 
 use crate::context::RequestContext;
 use crate::handler::PromptProvider;
-use crate::provide::{Completer, Completion, IntoReadError};
+use crate::provide::{Completer, Completions, IntoReadError};
 
 /// What a prompt function returns, as the prompt's messages.
 pub trait IntoPromptResult {
@@ -73,7 +73,7 @@ where
 pub struct FnPrompt<F> {
     prompt: Prompt,
     render: F,
-    completers: Vec<(String, Completion)>,
+    completers: Completions,
 }
 
 /// Prompt `name` with `arguments`, rendered by `render` from the
@@ -96,7 +96,7 @@ where
             arguments,
         },
         render,
-        completers: Vec::new(),
+        completers: Completions::default(),
     }
 }
 
@@ -109,15 +109,13 @@ impl<F> FnPrompt<F> {
 
     /// Completes argument `name` with `complete`.
     pub fn with_completion(mut self, name: &str, complete: Completer) -> Self {
-        self.completers
-            .push((name.to_owned(), Completion::By(complete)));
+        self.completers.by(name, complete);
         self
     }
 
     /// Completes `name` from `choices`.
     pub fn with_choices(mut self, name: &str, choices: &'static [&'static str]) -> Self {
-        self.completers
-            .push((name.to_owned(), Completion::Choices(choices)));
+        self.completers.choices(name, choices);
         self
     }
 }
@@ -155,9 +153,7 @@ where
             return Vec::new();
         }
         self.completers
-            .iter()
-            .find(|(n, _)| n == argument)
-            .map(|(_, c)| c.complete(value))
+            .complete(argument, value)
             .unwrap_or_default()
     }
 }

@@ -61,7 +61,7 @@ pub trait ControlBus: Send + Sync + 'static {
     async fn holders(&self, session: &SessionId) -> Result<Vec<ReplicaId>, StoreError>;
     /// Those of `replicas` other than this one that are running (the
     /// holders a session's removal found, say).
-    async fn alive_others(&self, replicas: Vec<ReplicaId>) -> Result<Vec<ReplicaId>, StoreError>;
+    async fn alive_others(&self, replicas: &[ReplicaId]) -> Result<Vec<ReplicaId>, StoreError>;
 
     /// A graceful exit: waits (at most `within`) for this replica's store
     /// commands still running, then stops its heartbeat and deletes its

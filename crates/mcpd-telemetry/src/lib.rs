@@ -198,9 +198,9 @@ impl Metrics {
                 .expect("unique metric");
             m
         };
-        let hv = |name: &str, help: &str, labels: &[&str]| {
+        let hb = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
             let m = HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
+                HistogramOpts::new(name, help).buckets(buckets.to_vec()),
                 labels,
             )
             .expect("valid metric");
@@ -209,6 +209,7 @@ impl Metrics {
                 .expect("unique metric");
             m
         };
+        let hv = |name: &str, help: &str, labels: &[&str]| hb(name, help, labels, LATENCY_BUCKETS);
         let process_cpu = Counter::new(
             "process_cpu_seconds_total",
             "Total user and system CPU time spent in seconds.",
@@ -225,36 +226,9 @@ impl Metrics {
             sessions_rebuilt: c("mcpd_sessions_rebuilt_total", "Session actors rebuilt from the shared session directory (after a restart, or a session created on another replica)."),
             http_requests: cv("mcpd_http_requests_total", "HTTP requests to the MCP endpoints, by HTTP method and status code.", &["method", "status"]),
             rpc_requests: cv("mcpd_jsonrpc_requests_total", "JSON-RPC requests completed, by MCP method and outcome (ok, error, tool_error, cancelled).", &["method", "outcome"]),
-            operation_duration: {
-                let m = HistogramVec::new(
-                    HistogramOpts::new("mcp_server_operation_duration_seconds", "mcp.server.operation.duration: time from the request's arrival to its answer, by MCP method, tool (configured names, else other; empty for other methods), error type (the JSON-RPC code or tool_error; empty without an error) and protocol revision.")
-                        .buckets(MCP_BUCKETS.to_vec()),
-                    &["mcp_method_name", "gen_ai_tool_name", "error_type", "mcp_protocol_version"],
-                )
-                .expect("valid metric");
-                registry.register(Box::new(m.clone())).expect("unique metric");
-                m
-            },
-            session_duration: {
-                let m = HistogramVec::new(
-                    HistogramOpts::new("mcp_server_session_duration_seconds", "mcp.server.session.duration: how long sessions held by this process lasted, by protocol revision.")
-                        .buckets(MCP_BUCKETS.to_vec()),
-                    &["mcp_protocol_version"],
-                )
-                .expect("valid metric");
-                registry.register(Box::new(m.clone())).expect("unique metric");
-                m
-            },
-            client_operation_duration: {
-                let m = HistogramVec::new(
-                    HistogramOpts::new("mcp_client_operation_duration_seconds", "mcp.client.operation.duration: the gateway's requests to upstream servers, by MCP method, upstream and error type (the JSON-RPC code or tool_error; empty without an error).")
-                        .buckets(MCP_BUCKETS.to_vec()),
-                    &["mcp_method_name", "mcpd_upstream", "error_type"],
-                )
-                .expect("valid metric");
-                registry.register(Box::new(m.clone())).expect("unique metric");
-                m
-            },
+            operation_duration: hb("mcp_server_operation_duration_seconds", "mcp.server.operation.duration: time from the request's arrival to its answer, by MCP method, tool (configured names, else other; empty for other methods), error type (the JSON-RPC code or tool_error; empty without an error) and protocol revision.", &["mcp_method_name", "gen_ai_tool_name", "error_type", "mcp_protocol_version"], MCP_BUCKETS),
+            session_duration: hb("mcp_server_session_duration_seconds", "mcp.server.session.duration: how long sessions held by this process lasted, by protocol revision.", &["mcp_protocol_version"], MCP_BUCKETS),
+            client_operation_duration: hb("mcp_client_operation_duration_seconds", "mcp.client.operation.duration: the gateway's requests to upstream servers, by MCP method, upstream and error type (the JSON-RPC code or tool_error; empty without an error).", &["mcp_method_name", "mcpd_upstream", "error_type"], MCP_BUCKETS),
             requests_in_flight: g("mcpd_requests_in_flight", "JSON-RPC requests being processed (request actors alive)."),
             sse_events: c("mcpd_sse_events_sent_total", "SSE events written to clients (after being logged)."),
             sse_resumptions: cv("mcpd_sse_resumptions_total", "GET requests with Last-Event-ID, by result (ok, unknown, expired, gap, unavailable).", &["result"]),

@@ -200,13 +200,14 @@ impl Cluster for Shared {
         }
     }
 
-    async fn live_holders(&self, recorded: Vec<ReplicaId>) -> Vec<ReplicaId> {
-        let me = self.replica();
-        let others = recorded.iter().filter(|r| *r != me).cloned().collect();
-        match self.bus.alive_others(recorded).await {
+    async fn live_holders(&self, mut recorded: Vec<ReplicaId>) -> Vec<ReplicaId> {
+        match self.bus.alive_others(&recorded).await {
             Ok(alive) => alive,
             // Told all the same: one that died only delays the answer.
-            Err(_) => others,
+            Err(_) => {
+                recorded.retain(|r| r != self.replica());
+                recorded
+            }
         }
     }
 

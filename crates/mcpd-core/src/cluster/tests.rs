@@ -275,10 +275,11 @@ impl ControlBus for MemoryBus {
             .collect())
     }
 
-    async fn alive_others(&self, replicas: Vec<ReplicaId>) -> Result<Vec<ReplicaId>, StoreError> {
+    async fn alive_others(&self, replicas: &[ReplicaId]) -> Result<Vec<ReplicaId>, StoreError> {
         Ok(replicas
-            .into_iter()
-            .filter(|r| *r != self.replica)
+            .iter()
+            .filter(|r| **r != self.replica)
+            .cloned()
             .collect())
     }
 }

@@ -298,7 +298,7 @@ impl ControlBus for RedisBus {
         self.0.alive_others(recorded).await
     }
 
-    async fn alive_others(&self, replicas: Vec<ReplicaId>) -> Result<Vec<ReplicaId>, StoreError> {
-        self.0.alive_others(replicas).await
+    async fn alive_others(&self, replicas: &[ReplicaId]) -> Result<Vec<ReplicaId>, StoreError> {
+        self.0.alive_others(replicas.iter().cloned()).await
     }
 }
