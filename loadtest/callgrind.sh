@@ -30,13 +30,8 @@ TMP=$(mktemp -d /tmp/mcpd-callgrind.XXXXXX)
 PID=""
 REDIS_PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
-STORE_ARGS=(--store memory)
-if [ "${STORE:-memory}" = redis ]; then
-  redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" --appendonly no >/dev/null 2>&1 &
-  REDIS_PID=$!
-  for _ in $(seq 50); do [ -S "$TMP/redis.sock" ] && break; sleep 0.1; done
-  STORE_ARGS=(--store redis --redis-url "redis+unix://$TMP/redis.sock")
-fi
+. loadtest/valgrind-lib.sh
+open_store
 TOOL_ARGS=(--tool echo --arguments '{"message":"hello"}')
 [ "${TOOL:-echo}" = countdown ] && TOOL_ARGS=(--tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress)
 LOAD_ARGS=(--sessions 32 --concurrency 1 "${TOOL_ARGS[@]}"); UNIT=call
@@ -44,15 +39,9 @@ LOAD_ARGS=(--sessions 32 --concurrency 1 "${TOOL_ARGS[@]}"); UNIT=call
 
 run() {  # run SECONDS: prints "instructions memset_instructions calls"
   local secs=$1 out="$TMP/cg.$1"
-  MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0 MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=10000 \
-  MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
-    "$MCPD" --listen 127.0.0.1:0 "${STORE_ARGS[@]}" >"$TMP/stdout.$secs" 2>"$TMP/stderr.$secs" &
-  PID=$!
-  local url=""
-  for _ in $(seq 600); do url=$(sed -n 's/^mcpd listening on //p' "$TMP/stdout.$secs"); [ -n "$url" ] && break; sleep 0.1; done
-  [ -n "$url" ] || { echo "mcpd did not start under valgrind: $(tail -5 "$TMP/stderr.$secs")" >&2; exit 1; }
+  under_valgrind "$TMP/stdout.$secs" "$TMP/stderr.$secs" --tool=callgrind --callgrind-out-file="$out"
   local calls
-  calls=$("$LOADTEST" --url "$url" --warmup 0 --duration "$secs" \
+  calls=$("$LOADTEST" --url "$URL" --warmup 0 --duration "$secs" \
     "${LOAD_ARGS[@]}" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["ok"])')
   kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID=""
   callgrind_annotate --threshold=100 "$out" 2>/dev/null | python3 -c '

@@ -24,24 +24,13 @@ command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install -
 TMP=$(mktemp -d /tmp/mcpd-heap.XXXXXX)
 PID=""; REDIS_PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
-STORE_ARGS=(--store memory)
-if [ "${STORE:-memory}" = redis ]; then
-  redis-server --port 0 --unixsocket "$TMP/redis.sock" --save "" --appendonly no >/dev/null 2>&1 &
-  REDIS_PID=$!
-  for _ in $(seq 50); do [ -S "$TMP/redis.sock" ] && break; sleep 0.1; done
-  STORE_ARGS=(--store redis --redis-url "redis+unix://$TMP/redis.sock")
-fi
+. loadtest/valgrind-lib.sh
+open_store
 
 run() {  # run NAME [LOADTEST FLAGS]: leaves $TMP/NAME.json
   local name=$1; shift
-  MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0 MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=100000 \
-  MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn valgrind --tool=dhat --dhat-out-file="$TMP/$name.json" \
-    "$MCPD" --listen 127.0.0.1:0 "${STORE_ARGS[@]}" >"$TMP/$name.out" 2>"$TMP/$name.err" &
-  PID=$!
-  local url=""
-  for _ in $(seq 600); do url=$(sed -n 's/^mcpd listening on //p' "$TMP/$name.out"); [ -n "$url" ] && break; sleep 0.1; done
-  [ -n "$url" ] || { echo "mcpd did not start under valgrind: $(tail -5 "$TMP/$name.err")" >&2; exit 1; }
-  "$LOADTEST" --url "$url" --pid "$PID" --scenario idle --sessions "$N" --settle 2 \
+  under_valgrind "$TMP/$name.out" "$TMP/$name.err" --tool=dhat --dhat-out-file="$TMP/$name.json"
+  "$LOADTEST" --url "$URL" --pid "$PID" --scenario idle --sessions "$N" --settle 2 \
     --setup-concurrency 16 "$@" >"$TMP/$name.load" 2>&1
   kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 }
