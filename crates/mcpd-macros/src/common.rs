@@ -40,7 +40,8 @@ fn as_doc(a: Attribute) -> syn::Result<Attribute> {
 
 /// The parameters, in order; the attributes the compiler would refuse on a
 /// parameter (`describe`, `state`, doc comments) are taken off the function.
-pub(crate) fn params(item: &mut ItemFn) -> syn::Result<Vec<Param>> {
+/// `#[state]` only where `state` (tools).
+pub(crate) fn params(item: &mut ItemFn, state: bool) -> syn::Result<Vec<Param>> {
     let mut out = Vec::new();
     let mut context = false;
     for input in item.sig.inputs.iter_mut() {
@@ -65,6 +66,12 @@ pub(crate) fn params(item: &mut ItemFn) -> syn::Result<Vec<Param>> {
         };
         let ident = pi.ident.clone();
         if let Some(at) = pt.attrs.iter().position(|a| a.path().is_ident("state")) {
+            if !state {
+                return Err(syn::Error::new(
+                    ident.span(),
+                    "#[state] is for tools; a resource or prompt reads shared state some other way",
+                ));
+            }
             pt.attrs.remove(at);
             out.push(Param::State {
                 ident,

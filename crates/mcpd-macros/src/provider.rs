@@ -110,7 +110,7 @@ pub(crate) fn expand_resource(attr: TokenStream2, mut item: ItemFn) -> syn::Resu
         ));
     };
     let description = checked(&item, "resource")?;
-    let params = params(&mut item)?;
+    let params = params(&mut item, false)?;
     let vars: Vec<String> = uri
         .value()
         .split('{')
@@ -122,12 +122,7 @@ pub(crate) fn expand_resource(attr: TokenStream2, mut item: ItemFn) -> syn::Resu
     for p in &params {
         match p {
             Param::Context => call.push(quote!(__ctx.clone())),
-            Param::State { ident, .. } => {
-                return Err(syn::Error::new(
-                    ident.span(),
-                    "#[state] is for tools; a resource or prompt reads shared state some other way",
-                ))
-            }
+            Param::State { .. } => unreachable!("params(.., false) refuses #[state]"),
             Param::Arg { ident, ty, .. } => {
                 let name = ident.to_string();
                 if !vars.contains(&name) {
@@ -184,19 +179,14 @@ pub(crate) fn expand_prompt(attr: TokenStream2, mut item: ItemFn) -> syn::Result
         return Err(syn::Error::new(uri.span(), "a prompt has no URI"));
     }
     let description = checked(&item, "prompt")?;
-    let params = params(&mut item)?;
+    let params = params(&mut item, false)?;
     let mut lets = Vec::new();
     let mut call = Vec::new();
     let mut arguments = Vec::new();
     for p in &params {
         match p {
             Param::Context => call.push(quote!(__ctx.clone())),
-            Param::State { ident, .. } => {
-                return Err(syn::Error::new(
-                    ident.span(),
-                    "#[state] is for tools; a resource or prompt reads shared state some other way",
-                ))
-            }
+            Param::State { .. } => unreachable!("params(.., false) refuses #[state]"),
             Param::Arg { ident, ty, docs } => {
                 let name = ident.to_string();
                 let docs = match crate::common::description(docs) {

@@ -11,7 +11,7 @@ use crate::options::Options;
 pub(crate) fn expand(attr: TokenStream2, mut item: ItemFn) -> syn::Result<TokenStream2> {
     let opts = Options::parse(attr)?;
     let description = checked(&item, "tool")?;
-    let params = params(&mut item)?;
+    let params = params(&mut item, true)?;
     let ident = item.sig.ident.clone();
     let name = name_of(&opts.name, &item);
 
