@@ -10,10 +10,17 @@ use serde_json::Value;
 pub struct ErrorCode(pub i64);
 
 impl ErrorCode {
+    /// JSON-RPC: the body is not valid JSON.
     pub const PARSE_ERROR: Self = Self(-32700);
+    /// JSON-RPC: valid JSON that is not a valid JSON-RPC message (or a batch where
+    /// the revision has none).
     pub const INVALID_REQUEST: Self = Self(-32600);
+    /// JSON-RPC: an unknown method, or one whose capability the server did not declare.
     pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    /// JSON-RPC: missing or malformed params. MCP also uses it for an unknown tool,
+    /// prompt, cursor or task id (and, in 2026-07-28, an unknown resource).
     pub const INVALID_PARAMS: Self = Self(-32602);
+    /// JSON-RPC: an unexpected failure on the answering side.
     pub const INTERNAL_ERROR: Self = Self(-32603);
     /// MCP: `resources/read` of an unknown URI.
     pub const RESOURCE_NOT_FOUND: Self = Self(-32002);
@@ -36,13 +43,18 @@ impl ErrorCode {
 /// The `error` member of a JSON-RPC response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorObject {
+    /// What went wrong, as a number (see [`ErrorCode`]'s constants).
     pub code: ErrorCode,
+    /// A short description of the error, one sentence.
     pub message: String,
+    /// Detail whose shape depends on the code (e.g. `supported` and `requested` on
+    /// `-32022`); omitted when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 impl ErrorObject {
+    /// An error with `code` and `message`, and no `data`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -51,15 +63,18 @@ impl ErrorObject {
         }
     }
 
+    /// The same error with `data` set (replacing any earlier value).
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
+    /// `-32602` with `message`.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::INVALID_PARAMS, message)
     }
 
+    /// `-32601` whose message names `method`.
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             ErrorCode::METHOD_NOT_FOUND,
@@ -79,6 +94,7 @@ impl ErrorObject {
         }))
     }
 
+    /// `-32603` with `message`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::INTERNAL_ERROR, message)
     }

@@ -16,7 +16,9 @@ mod encode;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {
+    /// A JSON integer id.
     Int(i64),
+    /// A JSON string id.
     Str(String),
 }
 
@@ -29,6 +31,7 @@ impl RequestId {
         }
     }
 
+    /// The id as JSON, of the type it came as (number or string).
     pub fn to_value(&self) -> Value {
         match self {
             Self::Int(i) => Value::from(*i),
@@ -49,12 +52,15 @@ impl fmt::Display for RequestId {
 /// A request: has an id and expects exactly one response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// The id its response must echo.
     pub id: RequestId,
+    /// The method name as sent, known to mcpd or not.
     pub method: String,
     /// `method` looked up in the method table once, when the request was
     /// read or built (`None`: not a method of MCP's table). Everything
     /// that decides by method reads this, not the string.
     pub kind: Option<Method>,
+    /// The `params` object; `None` when absent or `null`.
     pub params: Option<Map<String, Value>>,
     /// The gateway's routing field (a top-level `server_id`, from the
     /// project's seed protocol): the upstream server this request is for.
@@ -138,7 +144,9 @@ pub const MAX_NAME_BYTES: usize = 2048;
 /// A notification: no id, never answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
+    /// The notification's method name (e.g. `notifications/progress`).
     pub method: String,
+    /// The `params` object; `None` when absent or `null`.
     pub params: Option<Map<String, Value>>,
 }
 
@@ -156,15 +164,20 @@ fn meta_of(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> {
 /// A response to a request the *other* side sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
+    /// The id of the request this answers.
     pub id: RequestId,
+    /// `Ok` with the `result` member, or `Err` with the `error` member.
     pub outcome: Result<Value, ErrorObject>,
 }
 
 /// One JSON-RPC message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
+    /// A request: an id, a method, and a response expected.
     Request(Request),
+    /// A notification: a method and no id; never answered.
     Notification(Notification),
+    /// A response: the result or error of an earlier request.
     Response(Response),
 }
 
@@ -172,13 +185,17 @@ pub enum Message {
 /// given JSON-RPC error.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseError {
+    /// The bytes are not JSON (`-32700`); holds the JSON parser's message.
     #[error("Parse error: {0}")]
     Json(String),
+    /// The JSON is not a valid JSON-RPC message (`-32600`); holds what is wrong.
     #[error("Invalid Request: {0}")]
     Invalid(String),
 }
 
 impl ParseError {
+    /// The JSON-RPC error to answer with: `-32700` or `-32600`, with this error's
+    /// text as its message.
     pub fn to_error_object(&self) -> ErrorObject {
         match self {
             Self::Json(_) => ErrorObject::new(ErrorCode::PARSE_ERROR, self.to_string()),
@@ -190,7 +207,10 @@ impl ParseError {
 /// A POST body: one message or (2025-03-26 only) a batch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
+    /// One message (a JSON object).
     Single(Message),
+    /// A JSON array of messages, never empty (allowed in 2025-03-26 only; the caller
+    /// checks [`ProtocolVersion::allows_batches`](crate::ProtocolVersion::allows_batches)).
     Batch(Vec<Message>),
 }
 
@@ -219,6 +239,7 @@ impl Body {
         }
     }
 
+    /// The messages, in body order.
     pub fn messages(&self) -> &[Message] {
         match self {
             Self::Single(m) => std::slice::from_ref(m),
@@ -226,6 +247,7 @@ impl Body {
         }
     }
 
+    /// The messages, in body order, by value.
     pub fn into_messages(self) -> Vec<Message> {
         match self {
             Self::Single(m) => vec![m],
@@ -233,10 +255,13 @@ impl Body {
         }
     }
 
+    /// Whether the body was a JSON array (even of one message).
     pub fn is_batch(&self) -> bool {
         matches!(self, Self::Batch(_))
     }
 
+    /// Whether any message is a request: a body of only notifications and responses is
+    /// answered `202 Accepted` with no body.
     pub fn has_requests(&self) -> bool {
         self.messages()
             .iter()
@@ -382,6 +407,7 @@ impl Message {
         }
     }
 
+    /// The method of a request or notification; `None` for a response.
     pub fn method(&self) -> Option<&str> {
         match self {
             Self::Request(r) => Some(&r.method),

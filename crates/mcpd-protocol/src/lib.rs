@@ -12,6 +12,7 @@
 //!   ([`Method`]): what mcpd knows about every request method.
 //! - [`sse`]: an incremental Server-Sent Events decoder (bytes in, events out).
 
+#![warn(missing_docs)]
 pub mod error;
 pub mod jsonrpc;
 pub mod methods;

@@ -57,6 +57,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder at the start of a stream.
     pub fn new() -> Self {
         Self::default()
     }

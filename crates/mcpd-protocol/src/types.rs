@@ -66,6 +66,7 @@ pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnot
 /// `params` of every paginated list request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListParams {
+    /// The previous page's `nextCursor`; absent for the first page.
     #[serde(default)]
     pub cursor: Option<String>,
 }

@@ -9,8 +9,14 @@ pub enum ProtocolVersion {
     /// 2024-11-05: only its `initialize` is understood; it negotiates to a
     /// revision below.
     V2024_11_05,
+    /// 2025-03-26: Streamable HTTP and sessions; the only revision served with JSON-RPC
+    /// batches.
     V2025_03_26,
+    /// 2025-06-18: adds elicitation, `structuredContent`, `resource_link` and `title`,
+    /// and drops batches.
     V2025_06_18,
+    /// 2025-11-25: adds SSE polling (priming events, `retry`), URL elicitation, icons and
+    /// experimental tasks; the newest session-era revision.
     V2025_11_25,
     /// 2026-07-28: the stateless era (no sessions; `_meta` on every request).
     V2026_07_28,
@@ -20,8 +26,12 @@ impl ProtocolVersion {
     /// Session-era revisions served on the Streamable HTTP endpoint, newest first.
     pub const SUPPORTED: [ProtocolVersion; 3] =
         [Self::V2025_11_25, Self::V2025_06_18, Self::V2025_03_26];
+    /// The newest session-era revision: what [`negotiate`](Self::negotiate) answers when
+    /// the client asks for one not supported.
     pub const LATEST: ProtocolVersion = Self::V2025_11_25;
-    /// The revision assumed when a request names none (the transports specification: 2025-03-26 when a request names none).
+    /// The revision assumed when a session-era request names none (no
+    /// `MCP-Protocol-Version` header, no session): 2025-03-26, as the transports
+    /// specification says.
     pub const DEFAULT_WITHOUT_HEADER: ProtocolVersion = Self::V2025_03_26;
     /// Stateless-era revisions, served per request.
     pub const STATELESS: [ProtocolVersion; 1] = [Self::V2026_07_28];
@@ -34,6 +44,7 @@ impl ProtocolVersion {
         Self::V2025_03_26,
     ];
 
+    /// The revision as written on the wire (`"2025-06-18"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::V2024_11_05 => "2024-11-05",

@@ -96,6 +96,8 @@ fn object<P: Serialize>(params: &P) -> Option<Map<String, Value>> {
 }
 
 impl Request {
+    /// A request to send, its method looked up in the method table ([`Request::kind`]),
+    /// with no `server_id`.
     pub fn new(
         id: RequestId,
         method: impl Into<String>,
@@ -111,6 +113,7 @@ impl Request {
 }
 
 impl Notification {
+    /// A notification to send.
     pub fn new(method: impl Into<String>, params: Option<Map<String, Value>>) -> Self {
         Self {
             method: method.into(),

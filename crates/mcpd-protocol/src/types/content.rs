@@ -7,16 +7,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ResourceContents {
+    /// Text contents (a `text` member).
     #[serde(rename_all = "camelCase")]
     Text {
+        /// The URI of the resource, or sub-resource, these contents are of.
         uri: String,
+        /// Its MIME type (`mimeType`), when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+        /// The text itself.
         text: String,
     },
+    /// Binary contents (a `blob` member).
     #[serde(rename_all = "camelCase")]
     Blob {
+        /// The URI of the resource, or sub-resource, these contents are of.
         uri: String,
+        /// Its MIME type (`mimeType`), when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
         /// Base64.
@@ -25,6 +32,7 @@ pub enum ResourceContents {
 }
 
 impl ResourceContents {
+    /// Text contents of `uri`, with its MIME type.
     pub fn text(uri: impl Into<String>, mime: impl Into<String>, text: impl Into<String>) -> Self {
         Self::Text {
             uri: uri.into(),
@@ -33,6 +41,7 @@ impl ResourceContents {
         }
     }
 
+    /// Binary contents of `uri`, with its MIME type; `base64` is already encoded.
     pub fn blob(
         uri: impl Into<String>,
         mime: impl Into<String>,
@@ -50,38 +59,57 @@ impl ResourceContents {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
+    /// `text`: plain text.
     Text {
+        /// The text itself.
         text: String,
     },
+    /// `image`: an image, base64-encoded.
     #[serde(rename_all = "camelCase")]
     Image {
+        /// The image's bytes, base64-encoded.
         data: String,
+        /// Its MIME type (`mimeType`), e.g. `image/png`.
         mime_type: String,
     },
+    /// `audio`: audio, base64-encoded (2025-03-26+).
     #[serde(rename_all = "camelCase")]
     Audio {
+        /// The audio's bytes, base64-encoded.
         data: String,
+        /// Its MIME type (`mimeType`), e.g. `audio/wav`.
         mime_type: String,
     },
+    /// `resource`: a resource's contents, embedded.
     Resource {
+        /// The embedded contents, text or blob.
         resource: ResourceContents,
     },
+    /// `resource_link` (2025-06-18+): a resource the client may read with
+    /// `resources/read`; it need not be in `resources/list`. Dropped for older
+    /// clients by [`CallToolResult::for_version`](super::CallToolResult::for_version).
     #[serde(rename_all = "camelCase")]
     ResourceLink {
+        /// The URI to read.
         uri: String,
+        /// The resource's programmatic name.
         name: String,
+        /// What the resource is, for the model or user.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
+        /// Its MIME type (`mimeType`), when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
     },
 }
 
 impl Content {
+    /// A `text` block.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
     }
 
+    /// An `image` block from base64 data and its MIME type.
     pub fn image(base64: impl Into<String>, mime: impl Into<String>) -> Self {
         Self::Image {
             data: base64.into(),
@@ -89,6 +117,7 @@ impl Content {
         }
     }
 
+    /// An `audio` block from base64 data and its MIME type.
     pub fn audio(base64: impl Into<String>, mime: impl Into<String>) -> Self {
         Self::Audio {
             data: base64.into(),
@@ -96,15 +125,19 @@ impl Content {
         }
     }
 
+    /// A `resource` block embedding `contents`.
     pub fn resource(contents: ResourceContents) -> Self {
         Self::Resource { resource: contents }
     }
 }
 
+/// Who speaks a prompt or sampling message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// `user`: the human side of the conversation.
     User,
+    /// `assistant`: the model.
     Assistant,
 }
 

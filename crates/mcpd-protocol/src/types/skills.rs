@@ -26,6 +26,7 @@ pub struct SkillsSettings {
 /// One file of a skill, as its entry lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillResource {
+    /// The file's `skill://` URI, which `resources/read` takes.
     pub uri: String,
     /// `sha256:` and the lowercase hex SHA-256 of the file's bytes.
     pub digest: String,
@@ -38,7 +39,9 @@ pub struct SkillResource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SkillResources {
+    /// Every file, with its digest and size.
     Listed(Vec<SkillResource>),
+    /// `"dynamic"`: the server cannot list the files with stable digests.
     Dynamic(Dynamic),
 }
 
@@ -46,6 +49,7 @@ pub enum SkillResources {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dynamic {
+    /// `dynamic`, the only value.
     Dynamic,
 }
 
@@ -53,8 +57,11 @@ pub enum Dynamic {
 /// its files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skill {
+    /// The URI of the skill's `SKILL.md`, which `skills/get` takes.
     pub uri: String,
+    /// The frontmatter of its `SKILL.md` (`name`, `description`, ...), as a JSON object.
     pub frontmatter: JsonObject,
+    /// Its files.
     pub resources: SkillResources,
 }
 
@@ -62,7 +69,9 @@ pub struct Skill {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListSkillsResult {
+    /// The skills on this page.
     pub skills: Vec<Skill>,
+    /// The cursor of the next page (`nextCursor`); absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
@@ -70,13 +79,16 @@ pub struct ListSkillsResult {
 /// `skills/get`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GetSkillResult {
+    /// The skill asked for.
     pub skill: Skill,
 }
 
 /// `resources/directory/read`'s params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadDirectoryParams {
+    /// The directory's URI.
     pub uri: String,
+    /// The previous page's `nextCursor`; absent for the first page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
 }
@@ -86,7 +98,9 @@ pub struct ReadDirectoryParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadDirectoryResult {
+    /// The directory's direct children on this page.
     pub resources: Vec<Resource>,
+    /// The cursor of the next page (`nextCursor`); absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }

@@ -26,6 +26,7 @@ pub enum ResultType {
 /// `ttlMs` and `cacheScope` put on cacheable results (2026-07-28).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheHints {
+    /// `ttlMs`: how long the result stays fresh, in milliseconds (like `max-age`).
     pub ttl_ms: u64,
     /// `public` (no per-user data) or `private`.
     pub scope: String,
@@ -74,12 +75,16 @@ fn to_value(t: ResultType) -> Value {
 /// without an id (its key in `inputRequests` names it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputRequest {
+    /// The question's method: `elicitation/create`, `sampling/createMessage` or
+    /// `roots/list`, of a kind the client declared in its capabilities.
     pub method: String,
+    /// The method's params; omitted when `null`.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub params: Value,
 }
 
 impl InputRequest {
+    /// A question calling `method` with `params`.
     pub fn new(method: impl Into<String>, params: Value) -> Self {
         Self {
             method: method.into(),
@@ -93,12 +98,18 @@ impl InputRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InputRequiredResult {
+    /// Always [`ResultType::InputRequired`] (`"input_required"`).
     pub result_type: ResultType,
+    /// The questions, by server-chosen key (`inputRequests`); the client's retry answers
+    /// each under the same key in `params.inputResponses`.
     pub input_requests: BTreeMap<String, InputRequest>,
+    /// Opaque state the client echoes byte for byte in its retry (`requestState`); the
+    /// server must verify it has not been tampered with.
     pub request_state: String,
 }
 
 impl InputRequiredResult {
+    /// An `input_required` result asking `input_requests`, with `request_state`.
     pub fn new(input_requests: BTreeMap<String, InputRequest>, request_state: String) -> Self {
         Self {
             result_type: ResultType::InputRequired,
@@ -112,8 +123,12 @@ impl InputRequiredResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverResult {
+    /// Every revision served, newest first (`supportedVersions`).
     pub supported_versions: Vec<String>,
+    /// What the server offers, its extensions included.
     pub capabilities: ServerCapabilities,
+    /// How to use the server, which a client may add to the model's context; absent
+    /// when the server gives none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
 }
@@ -123,7 +138,10 @@ pub struct DiscoverResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListenResult {
+    /// Always [`ResultType::Complete`].
     pub result_type: ResultType,
+    /// `_meta`, holding the subscription's id
+    /// (`io.modelcontextprotocol/subscriptionId`: the listen request's id).
     #[serde(rename = "_meta")]
     pub meta: JsonObject,
 }

@@ -7,17 +7,27 @@ use super::content::Content;
 use super::json::JsonObject;
 use crate::version::ProtocolVersion;
 
+/// Hints about a tool's behaviour (`annotations`, 2025-03-26+). Only hints: a client
+/// should not trust them from a server it does not trust.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
+    /// A display name; [`Tool::title`] wins over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// `readOnlyHint`: the tool does not change its environment (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// `destructiveHint`: its changes may destroy data rather than only add (default
+    /// true; meaningful when not read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
+    /// `idempotentHint`: repeating a call with the same arguments has no further effect
+    /// (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
+    /// `openWorldHint`: the tool reaches entities outside the server, such as the web
+    /// (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
 }
@@ -26,14 +36,21 @@ pub struct ToolAnnotations {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
+    /// The name `tools/call` takes (unique, case-sensitive).
     pub name: String,
+    /// A display name (2025-06-18+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What the tool does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The JSON Schema of `arguments` (`inputSchema`): an object schema, `type: "object"`.
     pub input_schema: JsonObject,
+    /// The JSON Schema of `structuredContent` (`outputSchema`, 2025-06-18+); when set,
+    /// every successful result must carry structured content that conforms to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<JsonObject>,
+    /// Hints about its behaviour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
 }
@@ -49,9 +66,12 @@ impl Tool {
     }
 }
 
+/// The result of `tools/list`: one page of tools.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListToolsResult {
+    /// The tools on this page.
     pub tools: Vec<Tool>,
+    /// The cursor of the next page (`nextCursor`); absent on the last page.
     #[serde(
         rename = "nextCursor",
         default,
@@ -60,19 +80,28 @@ pub struct ListToolsResult {
     pub next_cursor: Option<String>,
 }
 
+/// `params` of `tools/call`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolParams {
+    /// The tool to run.
     pub name: String,
+    /// Its arguments, which should match its `inputSchema`; absent when none are given.
     #[serde(default)]
     pub arguments: Option<JsonObject>,
 }
 
+/// The result of `tools/call`. A failure inside the tool is a result with `isError`,
+/// not a JSON-RPC error, so the model can see it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
+    /// The result as content blocks (required, possibly empty).
     pub content: Vec<Content>,
+    /// The result as JSON (`structuredContent`, 2025-06-18+), conforming to the tool's
+    /// `outputSchema`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// `isError`: the tool failed and `content` says why (absent means false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
 }
@@ -84,6 +113,7 @@ impl CallToolResult {
         result.get("isError") == Some(&Value::Bool(true))
     }
 
+    /// A successful result of one text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
             content: vec![Content::text(text)],
@@ -91,6 +121,7 @@ impl CallToolResult {
         }
     }
 
+    /// A tool error (`isError: true`) of one text block saying what went wrong.
     pub fn error(text: impl Into<String>) -> Self {
         Self {
             content: vec![Content::text(text)],
