@@ -7,6 +7,8 @@ use std::sync::Arc;
 /// Decides whether a tool (by name) is visible to the caller.
 pub type ToolFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// The sender of one request (or of the `initialize` that made a session).
+/// `Default`: no principal, counted against no one, every tool visible.
 #[derive(Clone, Default)]
 pub struct Caller {
     /// A stable identity (issuer and subject). A session created by one
@@ -30,6 +32,8 @@ impl std::fmt::Debug for Caller {
 }
 
 impl Caller {
+    /// Whether the tool `name` is visible to this caller: listed by
+    /// `tools/list`, and its tasks shown to it.
     pub fn sees_tool(&self, name: &str) -> bool {
         self.tools.as_ref().is_none_or(|f| f(name))
     }

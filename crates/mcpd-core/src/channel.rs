@@ -60,8 +60,11 @@ pub fn step(node: &Node, body: Body, started: bool) -> Step {
 /// A session started on a channel: its handle, the `initialize` response
 /// to send first, and the stream of everything it sends from then on.
 pub struct Opened {
+    /// The new session, for the bodies that follow.
     pub session: SessionHandle,
+    /// The `initialize` result as a JSON-RPC response, serialized.
     pub response: Vec<u8>,
+    /// The session's connection stream (`c`); hand it to [`relay`].
     pub messages: StreamReceiver,
 }
 

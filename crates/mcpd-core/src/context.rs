@@ -138,17 +138,27 @@ struct Inner {
 
 /// Parts of a [`RequestContext`], filled in by whoever runs the request.
 pub struct ContextParts {
+    /// The request's JSON-RPC id, as the client sent it.
     pub request_id: RequestId,
+    /// `params._meta.progressToken`; `None` drops every progress report.
     pub progress_token: Option<ProgressToken>,
+    /// What the client declared: at `initialize` (session era), or in this
+    /// request's `_meta` (stateless era).
     pub client_capabilities: Arc<ClientCapabilities>,
+    /// The session's negotiated revision, or 2026-07-28 for a stateless request.
     pub protocol_version: ProtocolVersion,
+    /// The session, in the session era only.
     pub session_id: Option<SessionId>,
+    /// Where the request's notifications and questions go.
     pub peer: Arc<dyn Peer>,
+    /// How long one question to the client may wait for its answer.
     pub ask_timeout: Duration,
+    /// Who sent the request.
     pub caller: Caller,
 }
 
 impl RequestContext {
+    /// A context for one run of a request, not yet cancelled.
     pub fn new(p: ContextParts) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -168,6 +178,7 @@ impl RequestContext {
         }
     }
 
+    /// The request's JSON-RPC id, as the client sent it.
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id
     }
@@ -193,10 +204,12 @@ impl RequestContext {
         &self.inner.caller
     }
 
+    /// The revision the request speaks: the session's, or 2026-07-28.
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.inner.protocol_version
     }
 
+    /// What the client declared it can do (sampling, elicitation, roots, ...).
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.inner.client_capabilities
     }

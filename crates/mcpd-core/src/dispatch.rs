@@ -31,13 +31,17 @@ pub use outcome::{ErrorKind, Watch};
 
 /// What the server is: its identity, its catalogue, its limits.
 pub struct McpServer {
+    /// Name and version, sent as `serverInfo` (`initialize`, `server/discover`).
     pub info: Implementation,
     /// The process's metrics (one registry, rendered on `/metrics`).
     pub metrics: Arc<Metrics>,
     /// Log one `mcpd::audit` line per tool call (principal, tool, outcome).
     pub audit_tool_calls: bool,
+    /// Guidance for the client's model, sent with `initialize` and `server/discover`.
     pub instructions: Option<String>,
+    /// The catalogue: tools, resources, prompts, skills.
     pub registry: Registry,
+    /// Bounds on requests, queues and sessions, for every era.
     pub limits: Limits,
     /// Upstreams by `server_id`, for requests that name one.
     pub upstreams: std::collections::HashMap<String, Arc<dyn Forward>>,
@@ -80,6 +84,8 @@ impl Warmup {
 }
 
 impl McpServer {
+    /// A server with fresh metrics, no upstreams, no instructions, no audit
+    /// lines; the embedding code sets the other fields before sharing it.
     pub fn new(info: Implementation, registry: Registry, limits: Limits) -> Self {
         Self {
             info,

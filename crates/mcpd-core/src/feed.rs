@@ -37,6 +37,8 @@ struct Listener {
     resources: bool,
 }
 
+/// One endpoint's fan-out of catalogue changes on this replica: the
+/// sessions' resource subscriptions and the open listen streams.
 #[derive(Default)]
 pub struct ChangeFeed {
     /// Resource URI → sessions subscribed to it.
@@ -47,6 +49,7 @@ pub struct ChangeFeed {
 }
 
 impl ChangeFeed {
+    /// An empty feed, shared by the endpoint's sessions and listeners.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
@@ -69,6 +72,8 @@ impl ChangeFeed {
         }
     }
 
+    /// `session` gets `notifications/resources/updated` for `uri` from now on
+    /// (`resources/subscribe`, or a subscription restored from its record).
     pub fn subscribe(&self, uri: &str, session: &SessionId) {
         self.subscriptions
             .entry(uri.to_owned())
@@ -76,6 +81,7 @@ impl ChangeFeed {
             .insert(session.clone());
     }
 
+    /// Undoes [`Self::subscribe`]; a URI with no subscriber left is forgotten.
     pub fn unsubscribe(&self, uri: &str, session: &SessionId) {
         if let Some(mut set) = self.subscriptions.get_mut(uri) {
             set.remove(session);
@@ -102,6 +108,7 @@ impl ChangeFeed {
         key
     }
 
+    /// The listen stream with `key` ([`Self::add_listener`]) closed.
     pub fn remove_listener(&self, key: u64) {
         self.listeners.remove(&key);
     }

@@ -15,6 +15,8 @@ use serde_json::Value;
 
 use crate::context::RequestContext;
 
+/// An upstream MCP server as the core reaches it (implemented by the
+/// gateway's `Upstream`); mcpd-core knows nothing of how it connects.
 #[async_trait]
 pub trait Forward: Send + Sync + 'static {
     /// The upstream's `initialize` result (capabilities, serverInfo,

@@ -60,6 +60,7 @@ pub enum TaskSupport {
 /// A tool's task policy: whether, and who starts the task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskPolicy {
+    /// Whether the tool may, must or must not run as a task.
     pub support: TaskSupport,
     /// The handler starts the task itself with
     /// [`RequestContext::start_task`], after the questions it must ask
@@ -68,14 +69,17 @@ pub struct TaskPolicy {
 }
 
 impl TaskPolicy {
+    /// Never a task (the default).
     pub const FORBIDDEN: Self = Self {
         support: TaskSupport::Forbidden,
         starts_in_handler: false,
     };
+    /// A task when the request declares the extension, started before the handler.
     pub const OPTIONAL: Self = Self {
         support: TaskSupport::Optional,
         starts_in_handler: false,
     };
+    /// Only as a task, started before the handler.
     pub const REQUIRED: Self = Self {
         support: TaskSupport::Required,
         starts_in_handler: false,
@@ -152,6 +156,8 @@ pub trait ResourceProvider: Send + Sync + 'static {
 /// Prompts: a provider lists its prompts, renders them and completes their arguments.
 #[async_trait]
 pub trait PromptProvider: Send + Sync + 'static {
+    /// Every prompt this provider offers (the registry pages through them,
+    /// and finds `prompts/get`'s prompt here by name).
     fn prompts(&self) -> Vec<Prompt>;
     /// Renders prompt `name` (the registry has already checked required arguments).
     async fn get(
@@ -279,9 +285,11 @@ pub fn structured<T: Serialize>(value: &T) -> Result<CallToolResult, ToolError> 
     })
 }
 
-/// Shared handles to the user's providers.
+/// A shared handle to a tool, as the registry holds it.
 pub type DynTool = Arc<dyn Tool>;
+/// A shared handle to a resource provider.
 pub type DynResources = Arc<dyn ResourceProvider>;
+/// A shared handle to a prompt provider.
 pub type DynPrompts = Arc<dyn PromptProvider>;
 
 /// A tool with a hand-written definition (schema included) over untyped
@@ -300,6 +308,8 @@ impl<F> RawTool<F> {
     }
 }
 
+/// Makes a [`RawTool`]: `def` is listed as is, and `f` gets the `arguments`
+/// object unchecked (validating them against the schema is up to it).
 pub fn raw_tool<F, Fut>(def: ToolDef, f: F) -> RawTool<F>
 where
     F: Fn(JsonObject, RequestContext) -> Fut + Send + Sync + 'static,

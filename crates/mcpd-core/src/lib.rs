@@ -27,6 +27,7 @@
 //!   [`channel`]: the session era over one channel (stdio, HTTP+SSE).
 //! - [`node`]: one endpoint's core, wired ([`Node`]); [`inbox`]: the replica's one inbox.
 
+#![warn(missing_docs)]
 pub mod caller;
 pub mod channel;
 pub mod cluster;

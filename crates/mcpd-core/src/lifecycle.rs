@@ -40,15 +40,19 @@ pub enum Admission {
 /// A body the lifecycle refuses: a JSON-RPC Invalid Request (HTTP 400).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum LifecycleError {
+    /// `initialize` came in a JSON-RPC batch (it must come alone).
     #[error("initialize must be sent alone, not in a JSON-RPC batch")]
     InitializeInBatch,
+    /// `initialize` on a connection that already has a session.
     #[error("Session already initialized: a new session starts with initialize without Mcp-Session-Id (HTTP) or on a new connection (HTTP+SSE, stdio)")]
     AlreadyInitialized,
+    /// A request other than `ping` before `initialize`.
     #[error("send initialize first: before the session is initialized only ping is answered")]
     NotInitialized,
 }
 
 impl LifecycleError {
+    /// The JSON-RPC error (`-32600` Invalid Request) that answers the body.
     pub fn to_error(self) -> ErrorObject {
         ErrorObject::new(ErrorCode::INVALID_REQUEST, self.to_string())
     }
@@ -152,6 +156,9 @@ impl InitializeError {
     }
 }
 
+/// One endpoint's session-era lifecycle: `initialize` (negotiation, the
+/// session caps, the directory record), the pings before it, readiness and
+/// the start of shutdown.
 pub struct Lifecycle {
     server: Arc<McpServer>,
     sessions: Arc<SessionTable>,
@@ -161,6 +168,7 @@ pub struct Lifecycle {
 }
 
 impl Lifecycle {
+    /// Over the endpoint's parts ([`crate::Node::new`] builds it).
     pub fn new(
         server: Arc<McpServer>,
         sessions: Arc<SessionTable>,
@@ -328,6 +336,8 @@ impl Lifecycle {
 /// The most a session keeps of what the client says about itself, in
 /// bytes of JSON: `clientInfo` and `capabilities`.
 pub const MAX_CLIENT_INFO_BYTES: usize = 4 * 1024;
+/// The most a session keeps of the client's `capabilities`, in bytes of
+/// JSON; a larger `initialize` is refused with `-32602`.
 pub const MAX_CAPABILITIES_BYTES: usize = 16 * 1024;
 
 /// What the client said of itself at `initialize`, which the session keeps

@@ -34,9 +34,13 @@ pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
 /// The notifications a listener asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ListenFilter {
+    /// `toolsListChanged`: tool list changes.
     pub tools: bool,
+    /// `promptsListChanged`: prompt list changes.
     pub prompts: bool,
+    /// `resourcesListChanged`: resource list changes.
     pub resources: bool,
+    /// `resourceSubscriptions`: updates of these resources.
     pub uris: HashSet<String>,
     /// The tasks asked for, in the order asked, without repeats.
     pub task_ids: Vec<TaskId>,
@@ -145,11 +149,16 @@ impl ListenFilter {
         }
     }
 
+    /// Whether the listener wants resource updates (it names a URI), so the
+    /// feed sends it `ResourceUpdated` changes at all.
     pub fn wants_resources(&self) -> bool {
         !self.uris.is_empty()
     }
 }
 
+/// One open `subscriptions/listen` stream (stateless era): registered with
+/// the feed while it runs, stopped when its client closes the stream or
+/// falls behind, or at shutdown ([`EndListen`]).
 pub struct ListenActor {
     id: RequestId,
     filter: ListenFilter,
@@ -163,6 +172,9 @@ pub struct ListenActor {
 }
 
 impl ListenActor {
+    /// A listener for request `id` (the subscription id in every
+    /// notification's `_meta`), writing to `writer`; `tasks`: the task service
+    /// and the caller whose tasks it may watch. Nothing is sent until started.
     pub fn new(
         id: RequestId,
         filter: ListenFilter,

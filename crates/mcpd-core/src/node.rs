@@ -16,17 +16,27 @@ use crate::session::SessionEnv;
 use crate::sessions::SessionTable;
 use crate::stats::Stats;
 
+/// One endpoint's core, as the transports and the binary see it.
 pub struct Node {
+    /// Catalogue, limits, metrics and dispatch of this endpoint.
     pub server: Arc<McpServer>,
+    /// The session-era sessions this endpoint holds on this replica.
     pub sessions: Arc<SessionTable>,
+    /// This endpoint's change feed (also handed to its stateless core).
     pub feed: Arc<ChangeFeed>,
+    /// The replica's cluster, shared by every endpoint of the process.
     pub cluster: Arc<dyn Cluster>,
+    /// `initialize`, and what a connection may send around it.
     pub lifecycle: Lifecycle,
+    /// The event log the sessions' streams are written to before the wire.
     pub log: Arc<dyn EventLog>,
+    /// The process's counters, shared by every endpoint.
     pub stats: Arc<Stats>,
 }
 
 impl Node {
+    /// Wires the parts on the process's stores and cluster; nothing runs
+    /// until [`Self::start`].
     pub fn new(
         server: Arc<McpServer>,
         log: Arc<dyn EventLog>,

@@ -72,6 +72,8 @@ where
 
 /// What a resource function returns, as the contents of `uri`.
 pub trait IntoContents {
+    /// The contents of `uri`; `mime` is the resource's declared type, if any
+    /// (text defaults to `text/plain`, [`Json`] to `application/json`).
     fn into_contents(
         self,
         uri: &str,
@@ -146,6 +148,7 @@ impl<T: IntoContents, E: IntoReadError> IntoContents for Result<T, E> {
 
 /// An error a resource or prompt function returns, as the request's error.
 pub trait IntoReadError {
+    /// The JSON-RPC error the request answers with.
     fn into_read_error(self) -> ErrorObject;
 }
 

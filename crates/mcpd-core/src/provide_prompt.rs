@@ -17,6 +17,7 @@ use crate::provide::{Completer, Completions, IntoReadError};
 
 /// What a prompt function returns, as the prompt's messages.
 pub trait IntoPromptResult {
+    /// The `prompts/get` result, or the error the request answers with.
     fn into_prompt_result(self) -> Result<GetPromptResult, ErrorObject>;
 }
 

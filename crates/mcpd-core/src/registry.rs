@@ -16,9 +16,14 @@ use crate::skills::Skills;
 /// Something in the catalogue changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
+    /// The tool list changed: `notifications/tools/list_changed`.
     ToolsListChanged,
+    /// The prompt list changed: `notifications/prompts/list_changed`.
     PromptsListChanged,
+    /// The resource list changed: `notifications/resources/list_changed`.
     ResourcesListChanged,
+    /// The resource at this URI changed: `notifications/resources/updated`,
+    /// for its subscribers only.
     ResourceUpdated(String),
 }
 
@@ -54,20 +59,27 @@ impl ChangeNotifier {
         let _ = self.changes.send(Change::ResourceUpdated(uri.into()));
     }
 
+    /// Announces that the tool list changed (for tools added outside the
+    /// registry, such as an upstream's).
     pub fn tools_list_changed(&self) {
         let _ = self.changes.send(Change::ToolsListChanged);
     }
 
+    /// Announces that a provider's prompt list changed.
     pub fn prompts_list_changed(&self) {
         let _ = self.changes.send(Change::PromptsListChanged);
     }
 
+    /// Announces that a provider's resource list changed.
     pub fn resources_list_changed(&self) {
         let _ = self.changes.send(Change::ResourcesListChanged);
     }
 }
 
 impl Registry {
+    /// An empty catalogue whose lists have `page_size` entries a page (at
+    /// least one). Up to 4096 changes wait for the feed; beyond that the
+    /// oldest are lost (and logged).
     pub fn new(page_size: usize) -> Self {
         let (changes, _) = broadcast::channel(4096);
         Self {
@@ -153,31 +165,41 @@ impl Registry {
         changed
     }
 
+    /// Adds a resource provider (after those already there) and announces
+    /// `resources/list_changed`.
     pub fn add_resources(&self, provider: DynResources) {
         self.edit(|c| c.resources.push(provider));
         let _ = self.changes.send(Change::ResourcesListChanged);
     }
 
+    /// Adds a prompt provider (after those already there) and announces
+    /// `prompts/list_changed`.
     pub fn add_prompts(&self, provider: DynPrompts) {
         self.edit(|c| c.prompts.push(provider));
         let _ = self.changes.send(Change::PromptsListChanged);
     }
 
+    /// A handle for announcing changes, for a provider to keep.
     pub fn notifier(&self) -> ChangeNotifier {
         ChangeNotifier {
             changes: self.changes.clone(),
         }
     }
 
+    /// Every change from now on ([`crate::Node::start`] hands them to the
+    /// feed); a receiver that falls 4096 behind loses the oldest.
     pub fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
     }
 
+    /// The tool named `name`, for `tools/call`.
     pub fn tool(&self, name: &str) -> Option<DynTool> {
         let c = self.snapshot();
         c.tool_index.get(name).map(|&i| c.tools[i].clone())
     }
 
+    /// A page of `tools/list` after `cursor`, and the next cursor; a cursor
+    /// this list did not hand out is `-32602`.
     pub fn tools_page(
         &self,
         cursor: Option<&str>,
@@ -211,6 +233,8 @@ impl Registry {
         all
     }
 
+    /// A page of `resources/list` over every provider (the skills' files
+    /// included), and the next cursor.
     pub async fn resources_page(
         &self,
         cursor: Option<&str>,
@@ -222,6 +246,8 @@ impl Registry {
         page("resources", all, cursor, self.page_size)
     }
 
+    /// A page of `resources/templates/list` over every provider, and the
+    /// next cursor (the skills have no templates).
     pub fn templates_page(
         &self,
         cursor: Option<&str>,
@@ -235,6 +261,7 @@ impl Registry {
         page("templates", all, cursor, self.page_size)
     }
 
+    /// A page of `prompts/list` over every provider, and the next cursor.
     pub fn prompts_page(
         &self,
         cursor: Option<&str>,

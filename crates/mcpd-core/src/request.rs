@@ -37,6 +37,8 @@ impl RequestKey {
 pub struct RequestDone {
     /// Which request.
     pub key: RequestKey,
+    /// The handler's result, or the error the request answers with (a
+    /// timeout included).
     pub outcome: Result<Value, ErrorObject>,
 }
 
@@ -48,6 +50,8 @@ pub struct Cancel;
 /// Receives the one outcome of a request.
 pub type OnDone = Box<dyn FnOnce(Result<Value, ErrorObject>) + Send>;
 
+/// Runs one request's future to its one outcome, under a deadline; see
+/// the module docs.
 pub struct RequestActor {
     work: Option<BoxFuture<'static, Result<Value, ErrorObject>>>,
     ctx: RequestContext,
@@ -58,6 +62,9 @@ pub struct RequestActor {
 }
 
 impl RequestActor {
+    /// An actor for `work` (the dispatch of the request `ctx` belongs to):
+    /// `on_done` hears its outcome, and past `deadline` it is cancelled
+    /// and answered with a timeout error.
     pub fn new(
         work: BoxFuture<'static, Result<Value, ErrorObject>>,
         ctx: RequestContext,

@@ -21,12 +21,16 @@ use mcpd_protocol::types::JsonObject;
 /// Why a `requestState` was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SealError {
+    /// Not a `v1.<key id>.<data>` token, or its opened body is not ours.
     #[error("requestState is malformed")]
     Malformed,
+    /// Sealed with a key id this ring lacks (another ring, or a retired key).
     #[error("requestState was sealed with key {0:?}, which this server does not have: it was sealed by another server that shares no key ring with this one (set the same stateless.state_keys on every replica, or use the Redis store, whose replicas share one), or the key was retired")]
     UnknownKey(String),
+    /// Decryption failed: altered, or sealed for another call's binding.
     #[error("requestState failed verification: it was altered, or belongs to another request")]
     Forged,
+    /// Genuine, but past the expiry it was sealed with (the ring's TTL then).
     #[error("requestState has expired; start the request again without it")]
     Expired,
 }

@@ -50,10 +50,13 @@ pub use record::SessionRecord;
 /// Why the transport could not hand a message to a session.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SessionError {
+    /// No such session here: it ended, or its actor stopped (HTTP 404).
     #[error("Session not found: it ended, expired or never existed; send initialize without a session id to start a new one")]
     Gone,
+    /// Its mailbox is full (`limits.session_mailbox`): HTTP 503.
     #[error("Session is overloaded; retry shortly")]
     Overloaded,
+    /// A GET with `Last-Event-ID` could not resume.
     #[error("{0}")]
     Resume(#[from] ResumeError),
 }
@@ -61,7 +64,9 @@ pub enum SessionError {
 /// What a session actor starts from.
 #[derive(Debug, Clone)]
 pub struct SessionInit {
+    /// The session's id (`Mcp-Session-Id`).
     pub id: SessionId,
+    /// Its record: as `initialize` made it, or as read from the directory.
     pub record: SessionRecord,
     /// What the session's connections are charged against (its own
     /// budget, its client's, the process's).
@@ -83,6 +88,8 @@ struct Outgoing {
     reply: oneshot::Sender<Result<Value, ErrorObject>>,
 }
 
+/// The actor of one session on this replica (see the module docs); the
+/// session table starts it, the transport reaches it by a `SessionHandle`.
 pub struct SessionActor {
     id: SessionId,
     record: SessionRecord,
@@ -125,10 +132,13 @@ pub struct SessionActor {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Post {
+    /// The body's messages, in order.
     pub messages: Vec<Message>,
+    /// The body was a JSON-RPC batch, so a JSON answer is an array.
     pub batch: bool,
     /// Answer on the session's connection stream instead of a new stream.
     pub on_connection: bool,
+    /// Hears how the POST is answered (accepted, JSON, or an SSE stream).
     pub reply: oneshot::Sender<PostReply>,
     /// The span of the HTTP request (or connection) that carried them: the
     /// parent of their requests' spans and the context of their log lines.
@@ -141,7 +151,9 @@ pub struct Post {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct OpenStream {
+    /// The client's `Last-Event-ID`; `None` opens the GET stream.
     pub last_event_id: Option<String>,
+    /// Gets the stream, or why it cannot resume.
     pub reply: oneshot::Sender<Result<StreamReceiver, ResumeError>>,
 }
 
@@ -149,6 +161,7 @@ pub struct OpenStream {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct OpenConnection {
+    /// Gets the connection stream (`c`).
     pub reply: oneshot::Sender<StreamReceiver>,
 }
 
@@ -162,6 +175,7 @@ pub struct Terminate;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ReleaseForShutdown {
+    /// Close only the standalone GET stream; POST streams stay open.
     pub get_only: bool,
 }
 
@@ -173,6 +187,8 @@ fn empty() -> Value {
 // === impl SessionActor ===
 
 impl SessionActor {
+    /// The actor of the session `init` describes (new or rebuilt), not yet
+    /// started; `slots` is the session table's side of it.
     pub fn new(init: SessionInit, env: SessionEnv, slots: Arc<dyn Slots>) -> Self {
         let streams = Streams::new(StreamsConfig {
             session: init.id.clone(),

@@ -24,6 +24,8 @@ use crate::session::{
 use handle::ClientSlot;
 pub use handle::SessionHandle;
 
+/// The sessions one endpoint holds on this replica, by `Mcp-Session-Id`,
+/// with their clients' counts and buffer budgets.
 pub struct SessionTable {
     /// What every session of this endpoint is started with.
     env: SessionEnv,
@@ -41,6 +43,7 @@ pub struct SessionTable {
 }
 
 impl SessionTable {
+    /// An empty table whose sessions are started with `env`.
     pub fn new(env: SessionEnv) -> Arc<Self> {
         Arc::new(Self {
             env,
@@ -56,6 +59,7 @@ impl SessionTable {
         self.sessions.len()
     }
 
+    /// Whether this endpoint holds no session on this replica.
     pub fn is_empty(&self) -> bool {
         self.sessions.is_empty()
     }

@@ -176,10 +176,12 @@ impl Skills {
         }
     }
 
+    /// How many skills are offered now.
     pub fn len(&self) -> usize {
         self.snapshot().len()
     }
 
+    /// Whether no skill is offered now.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -61,6 +61,9 @@ pub struct Stateless {
 }
 
 impl Stateless {
+    /// The stateless core of one endpoint, beside its session-era [`crate::Node`]
+    /// (sharing its server and change feed); `keys` seal `requestState`,
+    /// `cache` is the default cache hints, `tasks` the Tasks extension if on.
     pub fn new(
         server: Arc<McpServer>,
         stats: Arc<Stats>,

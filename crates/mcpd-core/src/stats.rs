@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Counters of one process, shared by all its endpoints (both eras).
 #[derive(Debug, Default)]
 pub struct Stats {
     sessions: AtomicUsize,
@@ -9,10 +10,13 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Session actors this process holds now (new or rebuilt).
     pub fn sessions(&self) -> usize {
         self.sessions.load(Ordering::Relaxed)
     }
 
+    /// Request actors running now (any era, tasks included); a graceful stop
+    /// waits, within its grace period, for this to reach zero.
     pub fn in_flight_requests(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
     }

@@ -19,15 +19,20 @@ pub enum StreamItem {
     /// the answer's JSON-RPC error code when it is an error (a transport
     /// may choose its status by it without reading the bytes again).
     Json {
+        /// The serialized JSON-RPC response.
         data: Bytes,
+        /// The JSON-RPC error code, when the answer is an error.
         error: Option<ErrorCode>,
     },
     /// One SSE event. Empty `data` is a priming event (it only carries an
     /// id). `id` is `None` for an event that was not logged (it cannot be
     /// resumed from).
     Event {
+        /// The event id (`<stream>-<seq>`), for `Last-Event-ID`.
         id: Option<String>,
+        /// The serialized JSON-RPC message; empty for a priming event.
         data: Bytes,
+        /// A `retry:` hint in ms to send with the event.
         retry_ms: Option<u64>,
     },
     /// Ask the client to reconnect after `ms` (sent just before the server
@@ -124,11 +129,17 @@ pub enum TrySendError {
     Closed(StreamItem),
 }
 
+/// The sending side of a response queue (the session, a listener); the
+/// stream ends when the last clone is dropped.
 pub struct StreamSender(Arc<Shared>);
 
+/// The receiving side of a response queue, held by the transport; dropping
+/// it closes the queue for every sender (the client is gone).
 pub struct StreamReceiver(Arc<Shared>);
 
 impl StreamSender {
+    /// Queues `item` if the receiver is there and the item fits the
+    /// message and byte bounds (an empty queue takes any one item); never waits.
     pub fn try_send(&self, item: StreamItem) -> Result<(), TrySendError> {
         let waker = {
             let mut inner = self.0.lock();
@@ -261,6 +272,7 @@ impl StreamReceiver {
         std::future::poll_fn(|cx| self.poll_recv(cx)).await
     }
 
+    /// Polls for the next item: the poll behind [`Self::recv`].
     pub fn poll_recv(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<StreamItem>> {
         let mut inner = self.0.lock();
         if let Some(item) = inner.queue.pop_front() {

@@ -63,7 +63,10 @@ use state::{Kind, OpenMeta, Stream};
 /// What a session's streams are set up with.
 #[derive(Clone)]
 pub struct StreamsConfig {
+    /// The session whose streams these are (named in log lines).
     pub session: SessionId,
+    /// The session's revision: a 2025-11-25 session gets SSE polling
+    /// (priming events with a `retry` hint).
     pub version: ProtocolVersion,
     /// This replica's id (named in each POST stream's bookkeeping record).
     pub replica: ReplicaId,
@@ -80,6 +83,7 @@ pub struct StreamsConfig {
     pub budgets: Budgets,
     /// The `retry` hint (ms) of priming events and released connections.
     pub retry_ms: u64,
+    /// The process's metrics (SSE events, resumptions, replays).
     pub metrics: Arc<Metrics>,
 }
 
@@ -90,6 +94,8 @@ impl StreamsConfig {
     }
 }
 
+/// The state of one session's streams; owned by its session actor, which
+/// carries out the [`Effect`]s it queues (see the module docs).
 pub struct Streams {
     cfg: StreamsConfig,
     /// Boxed: the table then holds 24 bytes per slot, not a whole
@@ -108,6 +114,8 @@ pub struct Streams {
 // === impl Streams ===
 
 impl Streams {
+    /// No stream yet, except the GET stream's log when replicas share the
+    /// store (its events are logged before any GET is open).
     pub fn new(cfg: StreamsConfig) -> Self {
         let mut map = HashMap::new();
         if cfg.shared {
@@ -148,6 +156,8 @@ impl Streams {
         self.map.values().any(|s| s.is_connected())
     }
 
+    /// The session ended: every stream, queued event and effect is dropped
+    /// (connections close as their senders go).
     pub fn close_all(&mut self) {
         self.map.clear();
         self.outbox.clear();

@@ -144,6 +144,9 @@ fn unavailable(e: mcpd_store::StoreError) -> ErrorObject {
 }
 
 impl Tasks {
+    /// The replica's task service over `store` (wrapped, so that every
+    /// status change reaches the watchers); nothing is swept until
+    /// [`Self::start`].
     pub fn new(
         store: Arc<dyn TaskStore>,
         cluster: Arc<dyn Cluster>,
@@ -196,6 +199,7 @@ impl Tasks {
         mine.then(|| TaskNews::of(&rec))
     }
 
+    /// The bounds and timings tasks run under.
     pub fn config(&self) -> &TaskConfig {
         &self.cfg
     }

@@ -19,46 +19,89 @@ use serde_json::Value;
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum Control {
     /// The client cancelled a request that runs on the addressed replica.
-    Cancel { s: SessionId, id: RequestId },
+    Cancel {
+        /// The session.
+        s: SessionId,
+        /// The cancelled request's id, as the client sent it.
+        id: RequestId,
+    },
     /// The client answered a question the addressed replica asked.
     Answer {
+        /// The session.
         s: SessionId,
+        /// The question's id ([`Cluster::question_id`], which names the asker).
         id: RequestId,
+        /// The client's result, or the error it answered with.
         outcome: Result<Value, ErrorObject>,
     },
     /// The session was deleted: drop it, then acknowledge `ack` to `from`.
     End {
+        /// The session.
         s: SessionId,
+        /// The replica that deleted it and waits for the acknowledgements.
         from: ReplicaId,
+        /// A random number the sender chose for this announcement, echoed in the `Ack`.
         ack: u64,
     },
     /// The session's record changed: reload it, then acknowledge `ack` to `from`.
     Reload {
+        /// The session.
         s: SessionId,
+        /// The replica that changed the record and waits for the acknowledgements.
         from: ReplicaId,
+        /// A random number the sender chose for this announcement, echoed in the `Ack`.
         ack: u64,
     },
     /// A holder applied an `End` or `Reload`.
-    Ack { ack: u64 },
+    Ack {
+        /// The `ack` of the `End` or `Reload` applied.
+        ack: u64,
+    },
     /// New events on `stream`, which the addressed replica delivers.
-    Wake { s: SessionId, stream: StreamId },
+    Wake {
+        /// The session.
+        s: SessionId,
+        /// The stream that grew.
+        stream: StreamId,
+    },
     /// `reader` now delivers `stream` (a resumption there): wake it on appends.
     Tail {
+        /// The session.
         s: SessionId,
+        /// A stream whose requests run on the addressed replica.
         stream: StreamId,
+        /// The replica to wake when `stream` grows.
         reader: ReplicaId,
     },
     /// The session's GET connection is now held by `to` (broadcast).
-    GetMoved { s: SessionId, to: ReplicaId },
+    GetMoved {
+        /// The session.
+        s: SessionId,
+        /// The new GET holder.
+        to: ReplicaId,
+    },
     /// The addressed replica follows `stream`, whose requests no longer run
     /// on the sender (they ended, or it holds no such session).
-    Gone { s: SessionId, stream: StreamId },
+    Gone {
+        /// The session.
+        s: SessionId,
+        /// The stream the addressed replica delivers.
+        stream: StreamId,
+    },
     /// Task `id`, which the addressed replica runs, was answered or
     /// cancelled: read its record.
-    Task { id: TaskId },
+    Task {
+        /// The task.
+        id: TaskId,
+    },
     /// Task `id`'s status changed (broadcast): replicas whose listen
     /// streams watch it read its record.
-    TaskChanged { id: TaskId, from: ReplicaId },
+    TaskChanged {
+        /// The task.
+        id: TaskId,
+        /// The replica that changed it (its own watchers were told already).
+        from: ReplicaId,
+    },
 }
 
 impl Control {
@@ -77,6 +120,7 @@ impl Control {
         }
     }
 
+    /// The message as JSON, as it goes on the bus.
     pub fn to_bytes(&self) -> Bytes {
         Bytes::from(serde_json::to_vec(self).unwrap_or_default())
     }
@@ -84,6 +128,7 @@ impl Control {
 
 /// Where a replica's incoming control messages go (the session table).
 pub trait Inbox: Send + Sync + 'static {
+    /// Hands `msg` on; called on the actix arbiter, so it may tell actors.
     fn deliver(&self, msg: Control);
 }
 

@@ -9,11 +9,13 @@ use mcpd_store::{OwnerChange, ReplicaId, SessionId, StoreError, StreamId};
 
 use super::contract::{Cluster, Control, Inbox};
 
+/// The cluster of a replica alone: its own id, and nothing to tell anyone.
 pub struct Local {
     replica: ReplicaId,
 }
 
 impl Local {
+    /// The cluster of a lone replica named `replica`.
     pub fn new(replica: ReplicaId) -> Self {
         Self { replica }
     }

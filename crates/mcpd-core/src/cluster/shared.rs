@@ -20,6 +20,7 @@ use super::contract::{Cluster, Control, Inbox};
 /// How often ownership removals that failed are tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 
+/// The cluster of replicas that share a store, over that store's control bus.
 pub struct Shared {
     bus: Arc<dyn ControlBus>,
     /// Announcements waiting for holders' acknowledgements.
@@ -31,6 +32,8 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Over `bus`, whose replica id becomes this replica's; nothing is
+    /// received until [`Cluster::start`].
     pub fn new(bus: Arc<dyn ControlBus>) -> Self {
         Self {
             bus,

@@ -92,6 +92,7 @@ pub(super) fn request_span(
 
 /// The JSON-RPC error code of a refused or failed answer.
 pub trait ErrorKind {
+    /// The code the answer carries (counted and recorded on the span).
     fn error_code(&self) -> ErrorCode;
 }
 

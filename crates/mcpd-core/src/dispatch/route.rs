@@ -15,7 +15,10 @@ pub enum Era {
     /// 2025-03-26 … 2025-11-25, inside a session.
     Session,
     /// 2026-07-28; `tasks`: the Tasks extension is on.
-    Stateless { tasks: bool },
+    Stateless {
+        /// This server runs tasks, so `tasks/*` are routed, not unknown.
+        tasks: bool,
+    },
 }
 
 /// Who answers a request.

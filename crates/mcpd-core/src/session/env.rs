@@ -22,10 +22,16 @@ pub trait Slots: Send + Sync + 'static {
 /// entry ([`Slots`]): one per endpoint, cloned into each session.
 #[derive(Clone)]
 pub struct SessionEnv {
+    /// The endpoint's server: dispatch, limits, metrics.
     pub server: Arc<McpServer>,
+    /// Where the session's stream events are logged before they are written.
     pub log: Arc<dyn EventLog>,
+    /// Where the session's record is kept, for any holder to rebuild it.
     pub directory: Arc<dyn SessionDirectory>,
+    /// The replica's cluster: ownership records, wake-ups, control messages.
     pub cluster: Arc<dyn Cluster>,
+    /// The endpoint's change feed (the session's resource subscriptions).
     pub feed: Arc<ChangeFeed>,
+    /// The process's counters.
     pub stats: Arc<Stats>,
 }

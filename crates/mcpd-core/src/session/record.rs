@@ -10,11 +10,16 @@ use mcpd_protocol::ProtocolVersion;
 /// rebuild its actor in another process.
 #[derive(Debug, Clone)]
 pub struct SessionRecord {
+    /// The revision negotiated at `initialize` (session era only).
     pub version: ProtocolVersion,
+    /// What the client declared at `initialize` (at most 16 KiB of JSON).
     pub client_capabilities: ClientCapabilities,
+    /// The client's `clientInfo` (at most 4 KiB of JSON).
     pub client_info: Implementation,
     /// `None` until `logging/setLevel`: then everything from `info` up is sent.
     pub log_level: Option<LoggingLevel>,
+    /// Resource URIs the client subscribed to (`resources/subscribe`; at
+    /// most `limits.max_subscriptions_per_session`).
     pub subscriptions: BTreeSet<String>,
     /// The principal that created the session (when auth is on); only it
     /// may use the session.
@@ -39,6 +44,8 @@ struct RecordWire {
 }
 
 impl SessionRecord {
+    /// The record `initialize` makes: no log level, no subscriptions, and
+    /// no principal or client until the caller fills them in.
     pub fn new(
         version: ProtocolVersion,
         client_capabilities: ClientCapabilities,
@@ -55,6 +62,7 @@ impl SessionRecord {
         }
     }
 
+    /// The record as the directory stores it (compact JSON keys).
     pub fn to_bytes(&self) -> bytes::Bytes {
         let wire = RecordWire {
             v: self.version.as_str().to_owned(),
@@ -68,6 +76,8 @@ impl SessionRecord {
         bytes::Bytes::from(serde_json::to_vec(&wire).unwrap_or_default())
     }
 
+    /// A stored record; `None` when it is unreadable or names a revision
+    /// this build does not serve (the session then cannot be rebuilt).
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
         let w: RecordWire = serde_json::from_slice(bytes).ok()?;
         Some(Self {

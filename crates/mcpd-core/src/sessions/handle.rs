@@ -86,6 +86,7 @@ impl SessionHandle {
         }
     }
 
+    /// The session's id, as sent in `Mcp-Session-Id`.
     pub fn id(&self) -> &SessionId {
         &self.id
     }

@@ -17,7 +17,10 @@ use super::skill::{Skill, SKILL_MD};
 /// skill that was refused (with the reason).
 #[derive(Debug, Default)]
 pub struct Loaded {
+    /// The valid skills, in the order of their `SKILL.md` paths.
     pub skills: Vec<Skill>,
+    /// One line per skill left out (and per file that could not be read),
+    /// saying why.
     pub refused: Vec<String>,
 }
 

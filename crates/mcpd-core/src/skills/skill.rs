@@ -28,7 +28,9 @@ pub const MAX_BYTES: u64 = 16 * 1024 * 1024;
 pub struct SkillFile {
     /// Relative to the skill's root, `/`-separated (`references/FORMS.md`).
     pub path: String,
+    /// The file's contents.
     pub bytes: Bytes,
+    /// Its MIME type, guessed from its extension.
     pub mime: &'static str,
     /// `sha256:` and the lowercase hex digest of `bytes`.
     pub digest: String,
@@ -124,6 +126,7 @@ impl Skill {
         self.path.rsplit('/').next().unwrap_or_default()
     }
 
+    /// The frontmatter's `description`, if it has one.
     pub fn description(&self) -> Option<&str> {
         self.frontmatter.get("description").and_then(|d| d.as_str())
     }
@@ -138,10 +141,12 @@ impl Skill {
         self.file_uri(SKILL_MD)
     }
 
+    /// The URI of `file`, a path relative to the skill's root.
     pub fn file_uri(&self, file: &str) -> String {
         format!("{SCHEME}{}/{file}", self.path)
     }
 
+    /// Its files, `SKILL.md` first, then the others by path.
     pub fn files(&self) -> &[SkillFile] {
         &self.files
     }

@@ -9,10 +9,18 @@ use serde_json::Value;
 /// The per-request `_meta` claims of a 2026-07-28 request.
 #[derive(Debug, Clone)]
 pub struct StatelessMeta {
+    /// `io.modelcontextprotocol/protocolVersion`, as claimed (the HTTP
+    /// layer checks it is served before parsing the rest).
     pub protocol_version: String,
+    /// `io.modelcontextprotocol/clientCapabilities` (required): what this
+    /// request may ask the client, since no `initialize` declared it.
     pub client_capabilities: ClientCapabilities,
+    /// `io.modelcontextprotocol/clientInfo`; ignored when malformed.
     pub client_info: Option<Implementation>,
+    /// `io.modelcontextprotocol/logLevel`: logs at or above it are sent;
+    /// `None`: no logs.
     pub log_level: Option<LoggingLevel>,
+    /// `progressToken`; `None`: no progress notifications.
     pub progress_token: Option<Value>,
 }
 

@@ -17,26 +17,38 @@ pub enum Effect {
     /// `check_owner`: also ask whether the replica named by the stream's
     /// bookkeeping record (when another one) is alive.
     Read {
+        /// The stream to read.
         stream: StreamId,
+        /// What the events are for, handed back with them.
         purpose: Purpose,
+        /// Also check the bookkeeping record's replica is alive.
         check_owner: bool,
     },
     /// This replica now holds the GET connection: record it, tell the others.
     ClaimGet,
     /// `replica` delivers `stream`, which grew: wake it.
     Wake {
+        /// The replica delivering `stream`.
         replica: ReplicaId,
+        /// The stream that grew.
         stream: StreamId,
     },
     /// The GET stream grew and the replica holding its connection is not
     /// known here: look it up and wake it.
     WakeGetHolder,
     /// Ask `owner`, which serves `stream`, to wake this replica on appends.
-    Tail { owner: ReplicaId, stream: StreamId },
+    Tail {
+        /// The replica serving `stream` (named in its bookkeeping record).
+        owner: ReplicaId,
+        /// The stream this replica now delivers.
+        stream: StreamId,
+    },
     /// `stream` is not (or no longer) served here: tell `replica`, which
     /// delivers it, so it stops waiting.
     Gone {
+        /// The replica delivering `stream`.
         replica: ReplicaId,
+        /// The stream whose requests do not run here.
         stream: StreamId,
     },
     /// A stream is served by another replica: check now and then that the
@@ -59,8 +71,11 @@ pub enum Purpose {
     Ended,
     /// A client resumes after `seq` of this stream.
     Resume {
+        /// The client's `Last-Event-ID`, as sent (errors quote it).
         last_event_id: String,
+        /// Its sequence number: what follows it is replayed.
         seq: u64,
+        /// Gets the resumed stream, or why it cannot resume.
         reply: oneshot::Sender<Result<StreamReceiver, ResumeError>>,
     },
 }

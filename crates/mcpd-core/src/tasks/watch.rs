@@ -26,7 +26,9 @@ use super::wire;
 #[derive(Message, Clone)]
 #[rtype(result = "()")]
 pub struct TaskNews {
+    /// The task.
     pub id: TaskId,
+    /// Its `DetailedTask` JSON, shared by every watcher it goes to.
     pub task: Arc<Value>,
     /// The status is terminal: nothing follows.
     pub terminal: bool,
@@ -58,6 +60,7 @@ pub struct TaskWatch {
 }
 
 impl TaskWatch {
+    /// Listener `key` (its feed key) watches `id`: `to` gets its news.
     pub fn add(&self, id: TaskId, key: u64, to: Recipient<TaskNews>) {
         self.by_task
             .entry(id)
@@ -86,6 +89,7 @@ impl TaskWatch {
         self.by_task.iter().map(|e| e.key().clone()).collect()
     }
 
+    /// Whether a listen stream here watches `id`.
     pub fn is_watched(&self, id: &TaskId) -> bool {
         self.by_task.contains_key(id)
     }
