@@ -7,7 +7,9 @@ Usage: python examples.py URL EXAMPLE [modern|legacy]
 
   EXAMPLE: minimal (one tool, `add`), weather (a tool over an arguments
       struct, with progress), confirm (a typed question to the user), counter
-      (state shared by two tools) or station (two tools, a resource, a template, a prompt). modern: `Client(url, mode="auto")`, which adopts
+      (state shared by two tools), report (a task-capable tool, called
+      without declaring the Tasks extension: a plain result) or station (two
+      tools, a resource, a template, a prompt). modern: `Client(url, mode="auto")`, which adopts
       2026-07-28 (stateless); legacy: the 2025 session era.
 
 Prints "PASS <prefix><name>" / "FAIL <prefix><name>: reason" per check and
@@ -113,6 +115,18 @@ async def main(url: str, example: str, modern: bool) -> int:
             require((first, second, after) == (before + 1, before + 2, before + 2), f"{before} {first} {second} {after}")
             return f"visits {before} -> {after}"
 
+        async def report_() -> str:
+            r = await client.call_tool("report", {"topic": "Tides", "sections": 3}, progress_callback=on_progress)
+            text = text_of(r)
+            require(not r.is_error and text.startswith("# Tides") and "## Part 3 of 3" in text, f"report: {r.model_dump_json()[:200]}")
+            require(progress == [1.0, 2.0, 3.0], f"progress {progress}")
+            bad = await client.call_tool("report", {"topic": "Tides", "sections": 9})
+            require(bad.is_error and "between 1 and 5" in text_of(bad), f"sections 9: {bad.model_dump_json()[:200]}")
+            return "undeclared: a plain result, with 3 progress notifications"
+
+        if example == "report":
+            await check("report", report_)
+            return 0 if report.failed == 0 else 1
         if example == "counter":
             await check("shared_state", counter)
             return 0 if report.failed == 0 else 1

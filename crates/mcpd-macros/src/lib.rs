@@ -7,6 +7,7 @@
 //! The expansion names only `::mcpd::prelude::…`, so it works in any crate
 //! that depends on `mcpd` (no `serde` or `schemars` of its own needed).
 
+#![warn(missing_docs)]
 use proc_macro::TokenStream;
 
 mod common;
