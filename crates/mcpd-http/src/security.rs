@@ -3,20 +3,29 @@
 //! needs (403). The order is the MCP authorization specification's
 //! (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization); CORS
 //! is in [`crate::cors`].
+//!
+//! The bearer-token checks are `bearer.rs`, built with the `auth` feature;
+//! without it `off.rs` stands in: its [`Authenticator`] has no values, so
+//! [`Security::auth`] is always `None` and every request is anonymous.
 
 use std::sync::Arc;
 
-use actix_web::http::{header, StatusCode};
 use actix_web::HttpRequest;
-use mcpd_auth::{AuthError, Authenticator, Presented, Principal};
 
 use crate::ratelimit::RateLimiter;
 use mcpd_core::Caller;
 use mcpd_protocol::jsonrpc::Message;
-use mcpd_protocol::Method;
-use mcpd_telemetry::{Clean, Metrics};
+use mcpd_telemetry::Metrics;
 
 use crate::error::HttpError;
+
+#[cfg(feature = "auth")]
+mod bearer;
+#[cfg(not(feature = "auth"))]
+#[path = "security/off.rs"]
+mod bearer;
+
+pub use bearer::{Authenticator, Principal};
 
 /// Auth and rate limits, from config; all off by default.
 #[derive(Default)]
@@ -61,73 +70,8 @@ impl Security {
     pub async fn admit(&self, req: &HttpRequest, metrics: &Metrics) -> Result<Access, HttpError> {
         let principal = match &self.auth {
             None => None,
-            Some(auth) => {
-                let values = |name| -> Vec<&str> {
-                    req.headers()
-                        .get_all(name)
-                        .filter_map(|v| v.to_str().ok())
-                        .collect()
-                };
-                let authorization = values(header::AUTHORIZATION.as_str());
-                let dpop = values("dpop");
-                let presented = Presented {
-                    authorization: &authorization,
-                    dpop: &dpop,
-                    method: req.method().as_str(),
-                    path: req.path(),
-                    query_has_token: req
-                        .query_string()
-                        .split('&')
-                        .any(|kv| kv.split('=').next() == Some("access_token")),
-                };
-                match auth.authenticate(&presented).await {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        metrics
-                            .auth_rejections
-                            .with_label_values(&[e.reason()])
-                            .inc();
-                        if let AuthError::Unavailable(why) = &e {
-                            tracing::warn!("request refused with 503: {}", Clean(why));
-                        } else {
-                            tracing::info!(
-                                reason = e.reason(),
-                                "request refused: {}",
-                                Clean(&e.to_string())
-                            );
-                        }
-                        return Err(unauthorized(auth, &e, &self.endpoint_scopes));
-                    }
-                }
-            }
+            Some(auth) => Some(bearer::admit(auth, req, metrics, &self.endpoint_scopes).await?),
         };
-        if let (Some(auth), Some(p)) = (&self.auth, &principal) {
-            // Scopes needed for anything at all on this endpoint (GET streams
-            // and DELETE included, not only JSON-RPC requests). The list is
-            // built only for the refusal: admitted requests allocate nothing.
-            let required = &auth.config().required_scopes;
-            let lacking = |s: &String| !p.scopes.contains(s);
-            if required.iter().chain(&self.endpoint_scopes).any(lacking) {
-                let mut needed = required.clone();
-                needed.extend(
-                    self.endpoint_scopes
-                        .iter()
-                        .filter(|s| !required.contains(s))
-                        .cloned(),
-                );
-                let missing = p.missing(&needed);
-                if !missing.is_empty() {
-                    return Err(insufficient_scope(
-                        auth,
-                        metrics,
-                        p,
-                        "this endpoint",
-                        &needed,
-                        &missing,
-                    ));
-                }
-            }
-        }
         // The key is only built when a limiter will look it up: new
         // sessions build theirs in `admit_session`.
         let key = self.requests.as_ref().map(|_| match &principal {
@@ -147,14 +91,8 @@ impl Security {
             principal: principal.as_ref().map(|p| Arc::from(p.key())),
             client: None,
             tools: match (&self.auth, &principal) {
-                (Some(auth), Some(p)) if auth.config().hide_unauthorized_tools => {
-                    let (auth, p) = (auth.clone(), p.clone());
-                    let (ups, sep) = (self.upstream_scopes.clone(), self.separator.clone());
-                    Some(Arc::new(move |tool: &str| {
-                        auth.may_call(&p, tool)
-                            && p.missing(&upstream_scopes(&ups, &sep, None, Some(tool)))
-                                .is_empty()
-                    }))
+                (Some(auth), Some(p)) => {
+                    bearer::tool_filter(auth, p, &self.upstream_scopes, &self.separator)
                 }
                 _ => None,
             },
@@ -206,30 +144,18 @@ impl Security {
             return Ok(());
         };
         for m in messages {
-            let Message::Request(r) = m else { continue };
-            let tool = (r.kind == Some(Method::ToolsCall))
-                .then(|| r.target())
-                .flatten();
-            let mut needed = auth.scopes_for(&r.method, tool);
-            for s in self.endpoint_scopes.iter().cloned().chain(upstream_scopes(
-                &self.upstream_scopes,
-                &self.separator,
-                r.server_id.as_deref(),
-                tool,
-            )) {
-                if !needed.contains(&s) {
-                    needed.push(s);
-                }
-            }
-            let missing = p.missing(&needed);
-            if !missing.is_empty() {
-                let what = match tool {
-                    Some(t) => format!("calling tool {t:?}"),
-                    None => r.method.clone(),
-                };
-                return Err(insufficient_scope(
-                    auth, metrics, p, &what, &needed, &missing,
-                ));
+            if let Message::Request(r) = m {
+                bearer::check_request(
+                    auth,
+                    p,
+                    r,
+                    (
+                        &self.endpoint_scopes,
+                        &self.upstream_scopes,
+                        &self.separator,
+                    ),
+                    metrics,
+                )?;
             }
         }
         Ok(())
@@ -251,67 +177,5 @@ impl Security {
         req.peer_addr()
             .map(|a| a.ip().to_string())
             .unwrap_or_default()
-    }
-}
-
-/// Scopes a gateway upstream asks for: the one named by `server_id`, or
-/// the one whose prefix an aggregated tool name carries.
-fn upstream_scopes(
-    ups: &std::collections::HashMap<String, Vec<String>>,
-    sep: &str,
-    server_id: Option<&str>,
-    tool: Option<&str>,
-) -> Vec<String> {
-    if ups.is_empty() {
-        return Vec::new();
-    }
-    let by_prefix = tool.and_then(|t| t.split_once(sep)).map(|(id, _)| id);
-    server_id
-        .into_iter()
-        .chain(by_prefix)
-        .filter_map(|id| ups.get(id))
-        .flatten()
-        .cloned()
-        .collect()
-}
-
-/// The 403 refusal of a principal lacking `missing` of the `needed` scopes
-/// for `what`, counted as `insufficient_scope`.
-fn insufficient_scope(
-    auth: &Authenticator,
-    metrics: &Metrics,
-    principal: &Principal,
-    what: &str,
-    needed: &[String],
-    missing: &[&str],
-) -> HttpError {
-    metrics
-        .auth_rejections
-        .with_label_values(&["insufficient_scope"])
-        .inc();
-    HttpError::Unauthorized {
-        status: StatusCode::FORBIDDEN,
-        challenge: auth.insufficient_scope(principal, needed, missing),
-        message: format!("Forbidden: {what} needs the scope {}", missing.join(" ")),
-    }
-}
-
-fn unauthorized(auth: &Authenticator, e: &AuthError, endpoint_scopes: &[String]) -> HttpError {
-    let (status, message) = match e {
-        AuthError::Unavailable(why) => {
-            return HttpError::Unavailable(format!(
-                "the access token cannot be checked now ({why}); retry shortly"
-            ))
-        }
-        AuthError::Missing => (StatusCode::UNAUTHORIZED, "Unauthorized: this server requires a bearer token (OAuth 2.1); see the resource_metadata in WWW-Authenticate".to_string()),
-        AuthError::Invalid { description, .. } | AuthError::Dpop { description, .. } => {
-            (StatusCode::UNAUTHORIZED, format!("Unauthorized: {description}"))
-        }
-        AuthError::BadRequest(d) => (StatusCode::BAD_REQUEST, format!("Bad Request: {d}")),
-    };
-    HttpError::Unauthorized {
-        status,
-        challenge: auth.challenge(e, endpoint_scopes),
-        message,
     }
 }

@@ -114,12 +114,14 @@ macro_rules! id_type {
             }
         }
 
+        #[cfg(feature = "redis")]
         impl redis::ToRedisArgs for $name {
             fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
                 out.write_arg(self.0.as_bytes())
             }
         }
 
+        #[cfg(feature = "redis")]
         impl redis::ToSingleRedisArg for $name {}
 
         impl<'de> Deserialize<'de> for $name {

@@ -8,7 +8,8 @@
 //! - [`bus`]: the control bus between replicas; [`budget`]: byte budgets;
 //!   [`id`]: the typed ids (session, stream, replica, task).
 //! - [`memory`]: the in-memory backends (the default: one replica).
-//! - [`redis`]: Redis Streams and keys (shared by replicas, survives restarts).
+//! - `redis` (the `redis` feature): Redis Streams and keys (shared by
+//!   replicas, survives restarts).
 //! - [`tasks`]: durable task records (the Tasks extension).
 //!
 //! The event-log contract: `append` returns only once the event is stored,
@@ -27,6 +28,7 @@ mod error;
 pub mod id;
 mod log;
 pub mod memory;
+#[cfg(feature = "redis")]
 pub mod redis;
 pub mod tasks;
 
@@ -37,5 +39,6 @@ pub use error::StoreError;
 pub use id::{Owned, ReplicaId, SessionId, StreamId, TaskId};
 pub use log::{EventLog, NewEvent, StoredEvent};
 pub use memory::{MemoryEventLog, MemorySessionDirectory, Retention};
+#[cfg(feature = "redis")]
 pub use redis::{RedisBus, RedisConfig, RedisStore};
 pub use tasks::{MemoryTaskStore, TaskStore};

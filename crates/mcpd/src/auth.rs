@@ -6,11 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use mcpd_auth::{Authenticator, KeyStore, ReplayCache, UrlParts};
-use mcpd_store::RedisStore;
+use mcpd_auth::{Authenticator, KeyStore, UrlParts};
 
 use crate::config::{Config, ConfigError};
+use crate::stores::RedisStore;
 
 /// The token checker when auth is on, its keys being fetched.
 pub(crate) fn authenticator(
@@ -21,10 +20,13 @@ pub(crate) fn authenticator(
     let Some(auth) = config.auth.authenticator()? else {
         return Ok(None);
     };
+    #[cfg(feature = "redis")]
     let auth = match redis {
         Some(r) => auth.with_replay_cache(Arc::new(RedisReplay(r.clone()))),
         None => auth,
     };
+    #[cfg(not(feature = "redis"))]
+    let _: Option<&Arc<RedisStore>> = redis;
     for warning in warnings(config, port) {
         tracing::warn!("{warning}");
     }
@@ -35,10 +37,12 @@ pub(crate) fn authenticator(
 }
 
 /// DPoP proof ids claimed in Redis: every replica refuses a replay.
+#[cfg(feature = "redis")]
 struct RedisReplay(Arc<RedisStore>);
 
-#[async_trait]
-impl ReplayCache for RedisReplay {
+#[cfg(feature = "redis")]
+#[async_trait::async_trait]
+impl mcpd_auth::ReplayCache for RedisReplay {
     async fn first_use(&self, key: &str, ttl: Duration) -> Result<bool, String> {
         self.0
             .claim_once(&format!("dpop:{key}"), ttl)

@@ -5,19 +5,25 @@
 
 use std::sync::Arc;
 
+use crate::config::Config;
+use crate::stores::{RedisStore, Stores};
 use mcpd_core::inbox::ReplicaInbox;
 use mcpd_core::{McpServer, Node, Registry, Stateless, Stats};
 use mcpd_protocol::types::Implementation;
-use mcpd_store::RedisStore;
 
-use crate::config::Config;
-use crate::stores::Stores;
+#[cfg(feature = "gateway")]
+mod gateway;
+#[cfg(not(feature = "gateway"))]
+#[path = "build/no_gateway.rs"]
+mod gateway;
 
 /// One MCP endpoint without a transport: its core for each era, and the
 /// gateway's pass-through endpoints (`/mcp/{id}`) beside it.
 pub struct Endpoint {
     /// The session era's core (and what both eras share).
     pub node: Arc<Node>,
+    /// The stateless era's core (2026-07-28 requests), serving the same
+    /// catalogue as `node`.
     pub stateless: Arc<Stateless>,
     /// Pass-through endpoints of the gateway: (upstream id, its endpoint).
     pub upstreams: Vec<(String, Endpoint)>,
@@ -57,13 +63,10 @@ pub(crate) fn build_on(
     server.metrics = Arc::new(mcpd_telemetry::Metrics::with_tool_labels(
         config.admin.metrics_tools.clone(),
     ));
-    let gateway = mcpd_gateway::Gateway::start(&config.upstream, server.metrics.clone());
-    server.upstreams = gateway.by_id();
+    let gateway = gateway::Upstreams::start(config, &mut server);
     let metrics = server.metrics.clone();
     let server = Arc::new(server);
-    for up in gateway.upstreams.iter().filter(|u| u.config().aggregate) {
-        mcpd_gateway::catalog::aggregate(up.clone(), &server, &config.gateway.separator);
-    }
+    gateway.aggregate(&server, config);
     let tasks = config.tasks.enabled.then(|| {
         mcpd_core::Tasks::new(
             stores.tasks.clone(),
@@ -76,41 +79,11 @@ pub(crate) fn build_on(
     for task in background {
         actix_rt::spawn(task);
     }
-    for up in &gateway.upstreams {
-        let mut s = McpServer::new(
-            Implementation {
-                name: up.id().into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                title: None,
-            },
-            Registry::new(config.limits.page_size),
-            mcpd_core::Limits::from(&config.limits),
-        );
-        s.metrics = metrics.clone();
-        s.audit_tool_calls = config.auth.enabled && config.auth.audit_log;
-        s.forward_all = Some(up.clone());
-        // The upstream's own announcements reach this endpoint's sessions.
-        let notifier = s.registry.notifier();
-        up.on_event(Arc::new(move |_, e| {
-            if let mcpd_gateway::upstream::Event::Notification(method, params) = e {
-                use mcpd_protocol::methods as m;
-                match method.as_str() {
-                    m::NOTIFICATION_TOOLS_LIST_CHANGED => notifier.tools_list_changed(),
-                    m::NOTIFICATION_PROMPTS_LIST_CHANGED => notifier.prompts_list_changed(),
-                    m::NOTIFICATION_RESOURCES_LIST_CHANGED => notifier.resources_list_changed(),
-                    m::NOTIFICATION_RESOURCE_UPDATED => {
-                        if let Some(uri) = params["uri"].as_str() {
-                            notifier.resource_updated(uri);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }));
+    for (id, s) in gateway.endpoints(config, &metrics) {
         // Pass-through endpoints offer no tasks: the upstream's own are
         // its business.
         let c = core_for(config, Arc::new(s), stats.clone(), &stores, None);
-        core.upstreams.push((up.id().to_owned(), c));
+        core.upstreams.push((id, c));
     }
     // One bus subscriber for the process: a control message names its
     // session, which one endpoint's table holds.

@@ -36,7 +36,7 @@ pub use admin::AdminSection;
 pub use auth::AuthSection;
 pub use cli::Cli;
 pub use error::ConfigError;
-pub use gateway::GatewaySection;
+pub use gateway::{upstream_scopes, GatewaySection, Upstream};
 pub use http::HttpSection;
 pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
@@ -53,24 +53,46 @@ pub use tls::TlsSection;
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// `[server]`: listen address, transport, tool set, workers, shutdown
+    /// timing and the `serverInfo` announced.
     pub server: ServerSection,
+    /// `[http]`: MCP endpoint path, `Origin`/`Host` checks, body and header
+    /// caps, connection timeouts and the legacy HTTP+SSE transport.
     pub http: HttpSection,
+    /// `[limits]`: caps on sessions, requests, subscriptions and buffered
+    /// bytes, and request and idle timeouts.
     pub limits: LimitsSection,
+    /// `[store]`: the event log and session directory, in memory or in
+    /// Redis (shared by replicas), and how much of each stream it keeps.
     pub store: StoreSection,
+    /// `[stateless]`: cache hints and `requestState` sealing keys for
+    /// 2026-07-28 (stateless) requests.
     pub stateless: StatelessSection,
+    /// `[tasks]`: the Tasks extension: record lifetime, run-time limit,
+    /// per-principal and per-replica caps.
     pub tasks: TasksSection,
+    /// `[skills]`: the directory served through the Skills extension and
+    /// how often it is reloaded.
     pub skills: SkillsSection,
+    /// `[admin]`: the separate metrics and health listener (off by default).
     pub admin: AdminSection,
+    /// `[log]`: log format and `tracing` filter on stderr.
     pub log: LogSection,
+    /// `[tracing]`: OpenTelemetry span export (OTLP/HTTP) and sampling.
     pub tracing: TracingSection,
+    /// `[auth]`: OAuth access tokens on MCP requests (off by default).
     pub auth: AuthSection,
+    /// `[tls]`: HTTPS on the main listener, from a certificate and key
+    /// file (off by default).
     pub tls: TlsSection,
+    /// `[rate_limit]`: per-principal (or per-IP) request and session rates.
     pub rate_limit: RateLimitSection,
+    /// `[gateway]`: how the `[[upstream]]` servers are exposed and called.
     pub gateway: GatewaySection,
     /// `[[upstream]]`: MCP servers behind the gateway (`docs/gateway.md`).
     /// Not an environment section: it is a list of tables.
     #[serde(skip_serializing)]
-    pub upstream: Vec<mcpd_gateway::UpstreamConfig>,
+    pub upstream: Vec<Upstream>,
     /// What loading found odd but not wrong (an `MCPD_*` variable that
     /// names no key): logged once logging is set up.
     #[serde(skip)]

@@ -19,7 +19,9 @@
 //!   does), [`run_stdio`] and [`init_telemetry`]; `server.rs`: [`Server`],
 //!   a server of one's own tools in a few lines of `main`.
 
+#![warn(missing_docs)]
 mod admin;
+#[cfg(feature = "auth")]
 mod auth;
 mod build;
 mod check;
@@ -33,6 +35,7 @@ mod skills;
 pub mod stdio;
 mod stores;
 pub mod testing;
+#[cfg(feature = "tls")]
 mod tls;
 pub mod toolsets;
 

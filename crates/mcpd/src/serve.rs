@@ -13,10 +13,14 @@ use mcpd_core::{Node, Registry};
 use mcpd_http::AppState;
 use tracing::Instrument;
 
+use crate::admin;
+#[cfg(feature = "auth")]
+use crate::auth;
 use crate::build::{build, Endpoint};
-use crate::config::{Config, ConfigError};
+use crate::config::Config;
 use crate::shutdown::{self, StopHandle};
-use crate::{admin, auth, tls};
+#[cfg(feature = "tls")]
+use crate::tls;
 
 /// A started mcpd: await [`Running::run`] to serve; stop it with a
 /// [`StopHandle`].
@@ -27,6 +31,8 @@ pub struct Running {
 }
 
 impl Running {
+    /// A handle that stops this server (gracefully or not) from elsewhere,
+    /// e.g. a signal handler or a test; clone it as often as needed.
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
     }
@@ -81,21 +87,19 @@ pub(crate) fn serve_core(
         upstreams,
         redis,
     } = core;
-    let invalid =
-        |e: ConfigError| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
-    let port = listener.local_addr()?.port();
-    let auth = auth::authenticator(config, redis.as_ref(), port).map_err(invalid)?;
+    #[cfg(feature = "auth")]
+    let auth = {
+        let port = listener.local_addr()?.port();
+        auth::authenticator(config, redis.as_ref(), port)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?
+    };
+    // Without the `auth` feature, configuration loading refused `[auth]`.
+    #[cfg(not(feature = "auth"))]
+    let auth = None;
     let store = redis.clone();
     let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
-    let upstream_scopes = Arc::new(
-        config
-            .upstream
-            .iter()
-            .filter(|u| !u.scopes.is_empty())
-            .map(|u| (u.id.clone(), u.scopes.clone()))
-            .collect::<std::collections::HashMap<_, _>>(),
-    );
+    let upstream_scopes = Arc::new(crate::config::upstream_scopes(&config.upstream));
     let security = |endpoint_scopes: Vec<String>| mcpd_http::Security {
         auth: auth.clone(),
         requests: requests.clone(),
@@ -119,12 +123,7 @@ pub(crate) fn serve_core(
         .map(|(id, core)| {
             let mut http = mcpd_http::HttpConfig::from(&config.http);
             http.path = format!("{}/{id}", config.http.path.trim_end_matches('/'));
-            let scopes = config
-                .upstream
-                .iter()
-                .find(|u| u.id == id)
-                .map(|u| u.scopes.clone())
-                .unwrap_or_default();
+            let scopes = upstream_scopes.get(&id).cloned().unwrap_or_default();
             web::Data::new(AppState {
                 node: core.node,
                 stateless: core.stateless,
@@ -183,11 +182,13 @@ pub(crate) fn serve_core(
             if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
                 mcpd_http::limits::tune_tcp(tcp, stall);
             }
-            if let Some(tls) = conn.downcast_ref::<TlsStream>() {
+            #[cfg(feature = "tls")]
+            if let Some(tls) = conn.downcast_ref::<tls::TlsStream>() {
                 mcpd_http::limits::tune_tcp(tls.get_ref().0, stall);
             }
         }
     });
+    #[cfg(feature = "tls")]
     let mut http = if config.tls.enabled() {
         let cert = tls::ReloadingCert::new(&config.tls)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
@@ -198,6 +199,9 @@ pub(crate) fn serve_core(
     } else {
         http.listen(listener)?
     };
+    // Without the `tls` feature, configuration loading refused `[tls]`.
+    #[cfg(not(feature = "tls"))]
+    let mut http = http.listen(listener)?;
     if config.server.workers > 0 {
         http = http.workers(config.server.workers);
     }
@@ -255,5 +259,3 @@ fn http_span(req: &actix_web::dev::ServiceRequest, method: &'static str) -> trac
     mcpd_telemetry::trace::continue_trace(&span, header("traceparent"), header("tracestate"));
     span
 }
-
-type TlsStream = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;

@@ -47,7 +47,7 @@ pub struct StopHandle {
     tasks: Option<Arc<mcpd_core::Tasks>>,
     /// The Redis store: its commands leave the HTTP workers' connections
     /// for its own runtime's when the stop begins (the workers stop first).
-    redis: Option<Arc<mcpd_store::RedisStore>>,
+    redis: Option<Arc<crate::stores::RedisStore>>,
     delay: Duration,
     grace: Duration,
     phase: Arc<watch::Sender<Phase>>,
@@ -63,7 +63,7 @@ impl StopHandle {
         admin: Option<ServerHandle>,
         nodes: Vec<Arc<Node>>,
         tasks: Option<Arc<mcpd_core::Tasks>>,
-        redis: Option<Arc<mcpd_store::RedisStore>>,
+        redis: Option<Arc<crate::stores::RedisStore>>,
         server: &crate::config::ServerSection,
     ) -> Self {
         Self {

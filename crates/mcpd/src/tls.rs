@@ -14,6 +14,10 @@ use rustls::sign::CertifiedKey;
 
 use crate::config::TlsSection;
 
+/// A connection accepted over TLS.
+pub(crate) type TlsStream =
+    actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
+
 /// Serves whatever certificate was loaded last.
 #[derive(Debug)]
 pub struct ReloadingCert {

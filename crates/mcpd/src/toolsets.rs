@@ -19,6 +19,8 @@ pub mod conformance_stateless;
 pub mod conformance_tasks;
 pub mod demo;
 
+/// `server.toolset` (flag `--toolset`): which built-in tools, resources and
+/// prompts are served besides those of an embedding program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Toolset {

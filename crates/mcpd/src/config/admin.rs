@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{bad, ConfigError};
 
+/// `[admin]`: the listener for Prometheus metrics and health probes, apart
+/// from client traffic: plain HTTP, no auth, off unless `listen` is set.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminSection {

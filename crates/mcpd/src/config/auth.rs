@@ -4,56 +4,102 @@
 //! (`docs/security.md`).
 
 use std::collections::HashMap;
+#[cfg(feature = "auth")]
 use std::time::Duration;
 
+#[cfg(feature = "auth")]
 use mcpd_auth::{
     Algorithm, AlgorithmFamily, AuthConfig, Authenticator, DpopMode, IntrospectionConfig,
     JwksPolicy, KeySource, UrlParts,
 };
 use serde::{Deserialize, Serialize};
 
-use super::error::{bad, ConfigError};
+#[cfg(feature = "auth")]
+use super::error::bad;
+use super::error::ConfigError;
 
+/// `[auth]`: whether MCP requests need an access token, where its keys come
+/// from, what it must carry (issuer, audience, scopes) and what the
+/// protected-resource metadata document advertises. Off by default.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthSection {
+    /// Require a valid access token on every MCP request (default `false`).
+    /// The other keys are checked only when this is on; a build without
+    /// mcpd's `auth` feature refuses to start with it on.
     pub enabled: bool,
     /// This server's public URL (the MCP endpoint), e.g.
     /// `https://mcp.example.com/mcp`: `resource` in the metadata and the
     /// audience tokens must carry.
     pub resource: String,
+    /// Issuer URLs advertised in the metadata document (default empty);
+    /// at least one is required, and `issuer` must be one of them exactly.
     pub authorization_servers: Vec<String>,
     /// The `iss` tokens must carry (exact match).
     pub issuer: String,
     /// Further accepted audiences (besides `resource`).
     pub audiences: Vec<String>,
+    /// The authorization server's JWKS URL (default empty): fetched at start,
+    /// again for an unknown `kid` or keys older than `jwks_max_age_secs`. At
+    /// most one of `jwks_url`, `jwks_file`, `key_files`.
     pub jwks_url: String,
+    /// A file holding a JWKS, a JWK or PEM keys, read once at start (default
+    /// empty); the alternative to `jwks_url` when keys are mounted.
     pub jwks_file: String,
     /// PEM public keys or JWK/JWKS files.
     pub key_files: Vec<String>,
+    /// Accepted JWS `alg` values (default: the RSA, RSA-PSS, ES256/384 and
+    /// EdDSA ones). `HS*` is refused; at least one is needed.
     pub algorithms: Vec<String>,
+    /// Clock skew, in seconds, allowed when checking `exp` and `nbf` (and a
+    /// DPoP proof's age); default 30, at most 300.
     pub leeway_seconds: u64,
+    /// Scopes every JSON-RPC request needs, `initialize` included (default
+    /// none); also the `scope` of every 401 challenge.
     pub required_scopes: Vec<String>,
+    /// `scopes_supported` in the metadata document (default empty, then
+    /// left out).
     pub scopes_supported: Vec<String>,
+    /// Method name to the scopes it needs besides `required_scopes`, e.g.
+    /// `"resources/read" = ["mcp:resources"]`. File only (default empty).
     pub method_scopes: HashMap<String, Vec<String>>,
+    /// Tool name to the scopes a `tools/call` of it needs, e.g.
+    /// `server_stats = ["mcp:admin"]`. File only (default empty).
     pub tool_scopes: HashMap<String, Vec<String>>,
+    /// Leave tools whose `tool_scopes` the token lacks out of `tools/list`
+    /// (default `true`); calling them is refused either way.
     pub hide_unauthorized_tools: bool,
+    /// `resource_name` in the metadata document (default none).
     pub resource_name: Option<String>,
+    /// `resource_documentation`, a URL, in the metadata document (default
+    /// none).
     pub resource_documentation: Option<String>,
+    /// Cached JWKS keys older than this many seconds are refetched on the
+    /// next request that needs them (default 3600; 0 counts as 1).
     pub jwks_max_age_secs: u64,
+    /// At most one JWKS refetch per this many seconds, so unknown `kid`s
+    /// cannot make mcpd hammer the authorization server (default 30).
     pub jwks_min_refresh_secs: u64,
+    /// Seconds cached keys stay usable past `jwks_max_age_secs` while
+    /// refetches fail (default 86400).
     pub jwks_stale_grace_secs: u64,
     /// One log line per tool call (principal, tool, outcome; never arguments).
     pub audit_log: bool,
     /// RFC 7662 endpoint: opaque tokens (every token, without keys) are
     /// introspected there.
     pub introspection_url: String,
+    /// mcpd's client id at the authorization server, sent with the secret
+    /// as HTTP Basic; required with `introspection_url` (default empty).
     pub introspection_client_id: String,
+    /// The secret of `introspection_client_id` (default empty); prefer
+    /// `MCPD_AUTH_INTROSPECTION_CLIENT_SECRET` to the file.
     pub introspection_client_secret: String,
     /// An active answer is reused at most this long (never past `exp`).
     pub introspection_cache_secs: u64,
     /// An inactive answer is reused this long.
     pub introspection_negative_cache_secs: u64,
+    /// Bound, in milliseconds, on one introspection call (default 3000,
+    /// 100 to 60000); past it the request gets 503 with `Retry-After`.
     pub introspection_timeout_ms: u64,
     /// `off`, `allowed` or `required`: DPoP-bound tokens (RFC 9449).
     pub dpop: String,
@@ -63,7 +109,6 @@ pub struct AuthSection {
 
 impl Default for AuthSection {
     fn default() -> Self {
-        let p = JwksPolicy::default();
         Self {
             enabled: false,
             resource: String::new(),
@@ -86,9 +131,10 @@ impl Default for AuthSection {
             hide_unauthorized_tools: true,
             resource_name: None,
             resource_documentation: None,
-            jwks_max_age_secs: p.max_age.as_secs(),
-            jwks_min_refresh_secs: p.min_refresh_interval.as_secs(),
-            jwks_stale_grace_secs: p.stale_grace.as_secs(),
+            // `mcpd_auth::JwksPolicy::default()`'s (a test keeps them so).
+            jwks_max_age_secs: 3600,
+            jwks_min_refresh_secs: 30,
+            jwks_stale_grace_secs: 24 * 3600,
             audit_log: true,
             introspection_url: String::new(),
             introspection_client_id: String::new(),
@@ -104,10 +150,22 @@ impl Default for AuthSection {
 
 impl AuthSection {
     /// Checked only when enabled: a disabled section may stay half-filled.
+    /// A build without the `auth` feature refuses to start with auth on
+    /// rather than serve without the tokens the operator asked for.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if !self.enabled {
             return Ok(());
         }
+        #[cfg(not(feature = "auth"))]
+        return Err(super::error::needs_feature("auth.enabled", "auth"));
+        #[cfg(feature = "auth")]
+        self.validate_enabled()
+    }
+}
+
+#[cfg(feature = "auth")]
+impl AuthSection {
+    fn validate_enabled(&self) -> Result<(), ConfigError> {
         if let Err(e) = mcpd_auth::metadata_url(&self.resource) {
             return Err(bad(
                 "auth.resource",
@@ -294,11 +352,12 @@ impl AuthSection {
 }
 
 /// Whether `url`'s host is this machine (where plain http is allowed).
+#[cfg(feature = "auth")]
 fn is_local(url: &str) -> bool {
     UrlParts::of(url).is_some_and(|u| u.is_loopback())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "auth"))]
 mod tests {
     use super::*;
 
@@ -311,6 +370,14 @@ mod tests {
             jwks_url: "https://auth.example.com/jwks".into(),
             ..AuthSection::default()
         }
+    }
+
+    #[test]
+    fn jwks_defaults_are_the_key_stores() {
+        let (c, p) = (AuthSection::default(), JwksPolicy::default());
+        assert_eq!(c.jwks_max_age_secs, p.max_age.as_secs());
+        assert_eq!(c.jwks_min_refresh_secs, p.min_refresh_interval.as_secs());
+        assert_eq!(c.jwks_stale_grace_secs, p.stale_grace.as_secs());
     }
 
     #[test]

@@ -21,6 +21,27 @@ pub(super) fn bad(key: &str, why: impl std::fmt::Display) -> ConfigError {
     ConfigError(format!("{key}: {why}"))
 }
 
+/// The error for `key`, set in a build without mcpd's Cargo `feature`.
+#[cfg_attr(
+    all(
+        feature = "redis",
+        feature = "auth",
+        feature = "gateway",
+        feature = "tls"
+    ),
+    allow(dead_code)
+)]
+pub(super) fn needs_feature(key: &str, feature: &str) -> ConfigError {
+    bad(
+        key,
+        format!(
+            "this server was built without mcpd's `{feature}` feature, which this setting needs; \
+             build it with features = [\"{feature}\"] on its mcpd dependency \
+             (the mcpd binary has them all)"
+        ),
+    )
+}
+
 /// Checks that every `(key, value)` is above zero (a zero there would
 /// refuse everything or never time out).
 pub(super) fn positive(values: &[(&str, u64)]) -> Result<(), ConfigError> {

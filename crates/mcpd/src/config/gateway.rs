@@ -2,9 +2,6 @@
 //! (`docs/gateway.md`). Each upstream checks itself; this file checks what
 //! concerns them all.
 
-use std::collections::HashSet;
-
-use mcpd_gateway::UpstreamConfig;
 use serde::{Deserialize, Serialize};
 
 use super::error::{bad, ConfigError};
@@ -34,9 +31,19 @@ impl GatewaySection {
     }
 }
 
+/// One `[[upstream]]`: an MCP server behind this one.
+#[cfg(feature = "gateway")]
+pub type Upstream = mcpd_gateway::UpstreamConfig;
+
+/// One `[[upstream]]`, in a build without the `gateway` feature: read only
+/// to be refused by name (an unknown section would be a vaguer error).
+#[cfg(not(feature = "gateway"))]
+pub type Upstream = toml::Table;
+
 /// Each upstream is valid and its id names one endpoint only.
-pub(super) fn validate_upstreams(upstreams: &[UpstreamConfig]) -> Result<(), ConfigError> {
-    let mut ids = HashSet::new();
+#[cfg(feature = "gateway")]
+pub(super) fn validate_upstreams(upstreams: &[Upstream]) -> Result<(), ConfigError> {
+    let mut ids = std::collections::HashSet::new();
     for u in upstreams {
         u.validate().map_err(ConfigError)?;
         if !ids.insert(u.id.as_str()) {
@@ -44,4 +51,28 @@ pub(super) fn validate_upstreams(upstreams: &[UpstreamConfig]) -> Result<(), Con
         }
     }
     Ok(())
+}
+
+/// Without the `gateway` feature, any upstream is refused.
+#[cfg(not(feature = "gateway"))]
+pub(super) fn validate_upstreams(upstreams: &[Upstream]) -> Result<(), ConfigError> {
+    match upstreams.is_empty() {
+        true => Ok(()),
+        false => Err(super::error::needs_feature("upstream", "gateway")),
+    }
+}
+
+/// The scopes each upstream asks for, by id (those that ask for some).
+pub fn upstream_scopes(upstreams: &[Upstream]) -> std::collections::HashMap<String, Vec<String>> {
+    #[cfg(feature = "gateway")]
+    return upstreams
+        .iter()
+        .filter(|u| !u.scopes.is_empty())
+        .map(|u| (u.id.clone(), u.scopes.clone()))
+        .collect();
+    #[cfg(not(feature = "gateway"))]
+    {
+        debug_assert!(upstreams.is_empty(), "refused by validate_upstreams");
+        std::collections::HashMap::new()
+    }
 }

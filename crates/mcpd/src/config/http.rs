@@ -8,18 +8,35 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{bad, positive, ConfigError};
 
+/// `[http]`: the MCP endpoint's paths, the `Origin` and `Host` checks
+/// against DNS rebinding, and the size and time bounds of each connection
+/// and request.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
+    /// Path of the Streamable HTTP endpoint (default `/mcp`; flag `--path`).
+    /// `auth.resource` should end with it.
     pub path: String,
     /// Serve the 2024-11-05 HTTP+SSE transport for old clients.
     pub legacy_sse: bool,
+    /// Path of the legacy transport's `GET` stream (default `/sse`); must
+    /// differ from `path`.
     pub legacy_sse_path: String,
+    /// Path of the legacy transport's `POST` endpoint, `?sessionId=…`
+    /// (default `/messages`); must differ from `path`.
     pub legacy_messages_path: String,
+    /// Further allowed `Origin` values, `scheme://host[:port]`, compared whole
+    /// and case-insensitively; `*` allows any (default none). Others get 403.
     pub allowed_origins: Vec<String>,
+    /// Allowed `Host` names, any port; `*` allows any (default `localhost`,
+    /// `127.0.0.1`, `[::1]`). Behind a load balancer, list the public name.
     pub allowed_hosts: Vec<String>,
+    /// Also allow any `http(s)` origin on localhost, 127.0.0.1 or [::1]
+    /// (default `true`).
     pub allow_localhost_origins: bool,
+    /// Largest POST body, in bytes (default 4 MiB); larger ones get 413.
     pub max_body_bytes: usize,
+    /// Seconds between SSE keep-alive comments on open streams (default 15).
     pub keep_alive_secs: u64,
     /// Time a client has to send a request's headers (408 after).
     pub header_timeout_secs: u64,

@@ -4,18 +4,25 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{bad, ConfigError};
 
+/// `[log]`: how the process's log lines, on stderr, look and which get
+/// written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogSection {
+    /// `human` (default) or `json` (flag `--log-format`).
     pub format: LogFormat,
-    /// `tracing` filter, e.g. `info` or `mcpd_core=debug,info`.
+    /// Which log lines are written: a default level and `target=level`
+    /// directives, e.g. `info` or `warn,mcpd::audit=info`.
     pub level: String,
 }
 
+/// `log.format`: the shape of each log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// Plain text for people reading a terminal.
     Human,
+    /// One JSON object per line, for log collectors.
     Json,
 }
 
@@ -30,7 +37,7 @@ impl Default for LogSection {
 
 impl LogSection {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        tracing_subscriber::EnvFilter::try_new(&self.level)
+        mcpd_telemetry::trace::parse_filter(&self.level)
             .map(drop)
             .map_err(|e| bad("log.level", e))
     }

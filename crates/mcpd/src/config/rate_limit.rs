@@ -11,9 +11,13 @@ use super::error::{bad, ConfigError};
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitSection {
+    /// HTTP requests per second each principal (or client IP) may make on
+    /// this replica; over it, 429 with `Retry-After`. Default 0: off.
     pub requests_per_second: f64,
     /// Requests that may come at once (default: 2 × the rate, at least 10).
     pub request_burst: f64,
+    /// `initialize` requests per minute each principal (or client IP) may
+    /// make on this replica (default 1200; 0: off).
     pub sessions_per_minute: f64,
     /// Sessions that may be created at once (default: the per-minute rate, at least 5).
     pub session_burst: f64,

@@ -7,13 +7,20 @@ use serde::{Deserialize, Serialize};
 use super::error::{bad, ConfigError};
 use crate::toolsets::Toolset;
 
+/// `[server]`: which transport and tool set mcpd serves, where it listens,
+/// how it shuts down and what `initialize` says about it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
     /// `http` (Streamable HTTP, plus the 2024-11-05 HTTP+SSE transport) or
     /// `stdio` (one session over stdin/stdout).
     pub transport: Transport,
+    /// Address the main listener binds, `ip:port` (default `127.0.0.1:8080`;
+    /// flag `--listen`). Unused with the `stdio` transport.
     pub listen: String,
+    /// Built-in tool set: `demo` (default; `none` for an embedding server),
+    /// `conformance` (builds with that feature only) or `none` (flag
+    /// `--toolset`).
     pub toolset: Toolset,
     /// actix-web worker threads; 0 = one per core.
     pub workers: usize,
@@ -25,18 +32,27 @@ pub struct ServerSection {
     /// Connections open at once (all workers); requests on connections over
     /// it get 503 + `Retry-After`. 0: no cap.
     pub max_connections: usize,
+    /// `instructions` returned by `initialize` (default none).
     pub instructions: Option<String>,
     /// The name, version and title `initialize` announces (`serverInfo`):
     /// mcpd's own, or an embedding server's (`mcpd::Server::new`).
     pub name: String,
+    /// `serverInfo.version` (default mcpd's crate version, or the embedding
+    /// server's).
     pub version: String,
+    /// `serverInfo.title` (default `mcpd`; an embedding server's title, else
+    /// its name).
     pub title: Option<String>,
 }
 
+/// `server.transport`: how clients reach mcpd (default `http`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
+    /// Streamable HTTP on `server.listen`, with the legacy HTTP+SSE
+    /// transport beside it unless `http.legacy_sse` is off.
     Http,
+    /// One session over stdin/stdout, without auth (flag `--stdio`).
     Stdio,
 }
 
@@ -75,6 +91,8 @@ impl ServerSection {
         Ok(())
     }
 
+    /// `listen` parsed (checked at load, so this fails only on a section
+    /// built by hand).
     pub fn listen_addr(&self) -> Result<SocketAddr, AddrParseError> {
         self.listen.parse()
     }

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{bad, ConfigError};
 
+/// `[skills]`: serving a directory of skill folders through the Skills
+/// extension (`io.modelcontextprotocol/skills`), and how often it reloads.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SkillsSection {

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{bad, ConfigError};
 
+/// `[stateless]`: for 2026-07-28 (stateless) requests, the cache hints on
+/// cacheable results and the keys that seal MRTR `requestState`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StatelessSection {

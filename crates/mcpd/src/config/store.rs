@@ -3,14 +3,22 @@
 
 use std::time::Duration;
 
-use mcpd_store::{RedisConfig, Retention};
+#[cfg(feature = "redis")]
+use mcpd_store::RedisConfig;
+use mcpd_store::Retention;
 use serde::{Deserialize, Serialize};
 
 use super::error::{bad, positive, ConfigError};
 
+/// `[store]`: the event log (kept for SSE resumption) and the session
+/// directory, in this process or in Redis shared by every replica, and how
+/// much of each stream the log keeps.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
+    /// `memory` (default; one replica) or `redis` (needs `redis_url` and
+    /// mcpd's `redis` feature; lets replicas share sessions and resume each
+    /// other's streams). Flag `--store`.
     pub backend: StoreBackend,
     /// `redis://[user:password@]host:port[/db]`, `rediss://…` (TLS) or
     /// `redis+unix:///path/redis.sock`. With `redis_cluster`, one or more
@@ -25,20 +33,35 @@ pub struct StoreSection {
     pub key_prefix: String,
     /// Bound on every Redis call, in milliseconds.
     pub redis_timeout_ms: u64,
+    /// Events kept per SSE stream for resumption (default 1024); the
+    /// oldest are dropped first.
     pub events_per_stream: usize,
+    /// Bytes kept per SSE stream (default 8 MiB); an event larger than
+    /// this is sent but not kept.
     pub bytes_per_stream: usize,
+    /// Streams kept per session (default 64); the least recently written
+    /// is dropped first.
     pub streams_per_session: usize,
+    /// Seconds after which a stream not written to is dropped (default 600).
     pub stream_max_age_secs: u64,
-    /// Memory store: bytes kept per session, per client and in all.
+    /// Memory store: bytes kept per session (default 16 MiB); the oldest
+    /// events of its least recently written stream go first.
     pub bytes_per_session: usize,
+    /// Memory store: bytes kept for one client's sessions (default 64 MiB);
+    /// its least recently written streams are emptied first.
     pub bytes_per_client: usize,
+    /// Memory store: bytes kept in all (default 512 MiB); the least
+    /// recently written streams are emptied first.
     pub bytes_total: usize,
 }
 
+/// `store.backend`: where the event log and session directory live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
+    /// In this process: sessions and their streams live and die with it.
     Memory,
+    /// In Redis (`store.redis_url`), shared by every replica.
     Redis,
 }
 
@@ -86,12 +109,16 @@ impl StoreSection {
         if self.backend != StoreBackend::Redis {
             return Ok(());
         }
+        if cfg!(not(feature = "redis")) {
+            return Err(super::error::needs_feature("store.backend", "redis"));
+        }
         if self.redis_url.trim().is_empty() {
             return Err(bad(
                 "store.redis_url",
                 "is required with store.backend = \"redis\" (e.g. redis://127.0.0.1:6379)",
             ));
         }
+        #[cfg(feature = "redis")]
         for url in self.redis_urls() {
             if ::redis::IntoConnectionInfo::into_connection_info(url.as_str()).is_err() {
                 return Err(bad(
@@ -125,6 +152,7 @@ impl StoreSection {
             .collect()
     }
 
+    #[cfg(feature = "redis")]
     /// The Redis store's settings; sessions idle for `session_ttl`
     /// (`limits.session_idle_timeout_secs`) expire there too.
     pub fn redis(&self, session_ttl: Duration) -> RedisConfig {

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{bad, positive, ConfigError};
 
+/// `[tasks]`: the Tasks extension (`io.modelcontextprotocol/tasks`): how
+/// long task records live, how often clients poll, how many tasks may run.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TasksSection {

@@ -9,7 +9,11 @@ use super::error::{bad, ConfigError};
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TlsSection {
+    /// PEM certificate chain, leaf first (default empty: plain HTTP). Set
+    /// with `key_file` or not at all; needs mcpd's `tls` feature.
     pub cert_file: String,
+    /// PEM private key of `cert_file`'s leaf: PKCS#8, PKCS#1 or SEC1; RSA,
+    /// ECDSA or Ed25519 (default empty).
     pub key_file: String,
     /// How often the files are checked for changes.
     pub reload_check_secs: u64,
@@ -26,6 +30,7 @@ impl Default for TlsSection {
 }
 
 impl TlsSection {
+    /// Whether the main listener serves HTTPS (both files set).
     pub fn enabled(&self) -> bool {
         !self.cert_file.is_empty() && !self.key_file.is_empty()
     }
@@ -36,6 +41,9 @@ impl TlsSection {
                 "tls.cert_file",
                 "set both tls.cert_file and tls.key_file (or neither)",
             ));
+        }
+        if cfg!(not(feature = "tls")) && self.enabled() {
+            return Err(super::error::needs_feature("tls.cert_file", "tls"));
         }
         Ok(())
     }

@@ -14,6 +14,8 @@ pub struct TracingSection {
     /// OTLP/HTTP base URL, e.g. `http://otel-collector:4318`; empty = off
     /// unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
     pub otlp_endpoint: String,
+    /// `service.name` of exported spans (default `mcpd`);
+    /// `OTEL_SERVICE_NAME` wins over it.
     pub service_name: String,
     /// Fraction of new traces kept (0.0–1.0); a client's sampled trace is
     /// always continued.

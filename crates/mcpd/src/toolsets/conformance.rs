@@ -16,7 +16,10 @@ use mcpd_protocol::types::{
 use mcpd_protocol::ErrorObject;
 use serde_json::{json, Value};
 
+/// A 1×1 RGBA PNG, base64: the image of the image tool, resource and prompt.
 pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A near-empty WAV (an 8 kHz mono 16-bit PCM header), base64: the audio
+/// tool's content.
 pub const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 
 pub(super) fn obj(v: Value) -> JsonObject {
@@ -68,6 +71,8 @@ fn fixed(registry: &Registry, name: &str, description: &str, content: Vec<Conten
     )));
 }
 
+/// Registers the suite's tools, resources and prompts (the `test_*` tools,
+/// the `test://` resources).
 pub fn install(registry: &Registry) {
     fixed(
         registry,

@@ -44,6 +44,8 @@ fn skill(path: &str, files: &[(&str, &'static str)]) -> Skill {
     .expect("the conformance skills are valid")
 }
 
+/// Adds the two skills, `pdf-processing` and `acme/billing/refunds`, to
+/// `registry`'s skills.
 pub fn install(registry: &Registry) {
     let skills = registry.skills();
     skills.add(skill("pdf-processing", PDF));

@@ -58,6 +58,8 @@ where
     )));
 }
 
+/// Registers the 2026-07-28 additions: the MRTR tools and prompt, the
+/// diagnostics tools and the `x-mcp-header` tool.
 pub fn install(registry: &Registry) {
     tool(
         registry,

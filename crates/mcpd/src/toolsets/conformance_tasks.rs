@@ -25,6 +25,8 @@ fn field(r: &ElicitResult, field: &str) -> Option<Value> {
     }
 }
 
+/// Registers the Tasks-extension tools; call it after the other parts'
+/// tools, since a scenario calls the first listed tool with `{}`.
 pub fn install(registry: &Registry) {
     registry.add_tool(Arc::new(raw_tool(
         def(

@@ -16,6 +16,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+/// The demo resource that changes every second: subscribers get
+/// `notifications/resources/updated` for it on each tick.
 pub const CLOCK_URI: &str = "demo://clock";
 
 #[derive(Deserialize, JsonSchema)]
@@ -66,6 +68,8 @@ struct NoArgs {}
 const MAX_PAYLOAD: usize = 64 * 1024 * 1024;
 const MAX_STEPS: u32 = 100_000;
 
+/// Registers the demo tools, resources and prompts; returns the clock's
+/// ticker, which the caller runs for [`CLOCK_URI`]'s updates.
 pub fn install(registry: &Registry, stats: Arc<Stats>) -> Vec<BoxFuture<'static, ()>> {
     registry.add_tool(Arc::new(tool_fn(
         "echo",
