@@ -56,6 +56,7 @@ refused redis redis MCPD_STORE_BACKEND=redis MCPD_STORE_REDIS_URL=redis://127.0.
 refused auth auth MCPD_AUTH_ENABLED=true "$MIN" --listen 127.0.0.1:0
 refused tls tls MCPD_TLS_CERT_FILE=/nonexistent.pem MCPD_TLS_KEY_FILE=/nonexistent.key "$MIN" --listen 127.0.0.1:0
 refused upstream gateway MCPD_UNUSED=1 "$MIN" --config "$LOG/upstream.toml" --listen 127.0.0.1:0
+refused skills skills MCPD_SKILLS_DIR="$LOG" "$MIN" --listen 127.0.0.1:0
 
 echo "examples: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

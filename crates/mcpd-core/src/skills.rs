@@ -18,7 +18,7 @@
 mod dir;
 mod frontmatter;
 mod skill;
-#[cfg(test)]
+#[cfg(all(test, feature = "skills"))]
 mod tests;
 
 use std::collections::BTreeMap;

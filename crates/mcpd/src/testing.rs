@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use mcpd_core::{Caller, PostReply, SessionHandle, StreamItem};
 use mcpd_protocol::jsonrpc::Message;
+use mcpd_protocol::methods as m;
 use mcpd_protocol::types::{CallToolResult, GetPromptResult, ResourceContents, Tool as ToolDef};
 use mcpd_protocol::ErrorObject;
 use serde_json::{json, Value};
@@ -127,7 +128,7 @@ impl TestClient {
         arguments: Value,
     ) -> Result<CallToolResult, ErrorObject> {
         let v = self
-            .request("tools/call", json!({"name": name, "arguments": arguments}))
+            .request(m::TOOLS_CALL, json!({"name": name, "arguments": arguments}))
             .await?;
         parse(v)
     }
@@ -141,7 +142,7 @@ impl TestClient {
                 Value::Null => json!({}),
                 c => json!({"cursor": c}),
             };
-            let page = self.request("tools/list", params).await?;
+            let page = self.request(m::TOOLS_LIST, params).await?;
             let tools: Vec<ToolDef> = parse(page["tools"].clone())?;
             out.extend(tools);
             cursor = page["nextCursor"].clone();
@@ -153,7 +154,7 @@ impl TestClient {
 
     /// `resources/read`: the contents.
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, ErrorObject> {
-        let v = self.request("resources/read", json!({"uri": uri})).await?;
+        let v = self.request(m::RESOURCES_READ, json!({"uri": uri})).await?;
         parse(v["contents"].clone())
     }
 
@@ -164,7 +165,10 @@ impl TestClient {
         arguments: Value,
     ) -> Result<GetPromptResult, ErrorObject> {
         let v = self
-            .request("prompts/get", json!({"name": name, "arguments": arguments}))
+            .request(
+                m::PROMPTS_GET,
+                json!({"name": name, "arguments": arguments}),
+            )
             .await?;
         parse(v)
     }
@@ -197,7 +201,7 @@ async fn start(server: &Server) -> Result<(SessionHandle, crate::build::Endpoint
         .initialize(init, &Caller::default())
         .await
         .map_err(|e| e.to_string())?;
-    let done = message(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    let done = message(json!({"jsonrpc": "2.0", "method": m::NOTIFICATION_INITIALIZED}))?;
     session
         .post(vec![done], false, Caller::default())
         .await

@@ -1,8 +1,10 @@
 //! A `SKILL.md`'s YAML frontmatter, as the JSON object a skill entry carries
-//! (`frontmatter`: the authored fields, verbatim).
+//! (`frontmatter`: the authored fields, verbatim). Reading YAML needs the
+//! `skills` feature; without it every `SKILL.md` is refused, naming it.
 
 use mcpd_protocol::types::JsonObject;
-use serde_json::{Number, Value};
+use serde_json::Value;
+#[cfg(feature = "skills")]
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The frontmatter of `text`: the YAML between a first line `---` and the
@@ -12,10 +14,7 @@ pub fn parse(text: &str) -> Result<JsonObject, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let yaml = block(text)
         .ok_or("SKILL.md must start with a YAML frontmatter block between '---' lines")?;
-    let docs = YamlLoader::load_from_str(yaml)
-        .map_err(|e| format!("its frontmatter is not valid YAML: {e}"))?;
-    let doc = docs.into_iter().next().unwrap_or(Yaml::Null);
-    let Value::Object(map) = to_json(doc)? else {
+    let Value::Object(map) = read_yaml(yaml)? else {
         return Err("its frontmatter must be a YAML mapping".into());
     };
     for key in ["name", "description"] {
@@ -46,6 +45,21 @@ fn block(text: &str) -> Option<&str> {
     None
 }
 
+/// The first YAML document in `yaml`, as JSON.
+#[cfg(feature = "skills")]
+fn read_yaml(yaml: &str) -> Result<Value, String> {
+    let docs = YamlLoader::load_from_str(yaml)
+        .map_err(|e| format!("its frontmatter is not valid YAML: {e}"))?;
+    to_json(docs.into_iter().next().unwrap_or(Yaml::Null))
+}
+
+/// Refused: this build reads no YAML.
+#[cfg(not(feature = "skills"))]
+fn read_yaml(_: &str) -> Result<Value, String> {
+    Err("its frontmatter is YAML, which this server reads only when built with mcpd's `skills` feature".into())
+}
+
+#[cfg(feature = "skills")]
 fn to_json(y: Yaml) -> Result<Value, String> {
     Ok(match y {
         Yaml::Null => Value::Null,
@@ -54,7 +68,7 @@ fn to_json(y: Yaml) -> Result<Value, String> {
         Yaml::Real(r) => r
             .parse::<f64>()
             .ok()
-            .and_then(Number::from_f64)
+            .and_then(serde_json::Number::from_f64)
             .map_or(Value::String(r), Value::Number),
         Yaml::String(s) => Value::String(s),
         Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect::<Result<_, _>>()?),
@@ -77,7 +91,7 @@ fn to_json(y: Yaml) -> Result<Value, String> {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "skills"))]
 mod tests {
     use serde_json::json;
 
