@@ -34,4 +34,11 @@ pub trait Forward: Send + Sync + 'static {
 
     /// A session ended: per-session upstream connections can close.
     fn session_ended(&self, _session: &str) {}
+
+    /// Why this replica is not ready on this upstream's account (an
+    /// upstream the operator marked required, not up now); `None`: no
+    /// objection.
+    fn unready(&self) -> Option<String> {
+        None
+    }
 }

@@ -325,6 +325,8 @@ impl Lifecycle {
             Err(format!(
                 "loading the catalogue of {loading} aggregated upstream(s)"
             ))
+        } else if let Some(why) = self.server.upstreams.values().find_map(|u| u.unready()) {
+            Err(why)
         } else {
             store.map_err(|e| e.to_string())
         };

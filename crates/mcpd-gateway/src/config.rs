@@ -62,6 +62,12 @@ pub struct UpstreamConfig {
     /// Scopes a token needs to reach this upstream (any way in).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// `/readyz` fails while this upstream is not up (connecting at start,
+    /// or down), taking the replica out of rotation. Default: an upstream
+    /// that is down is logged and counted (`mcpd_upstream_up`), and the
+    /// replica stays ready for everything else it serves.
+    #[serde(default)]
+    pub required: bool,
 }
 
 mod defaults {
@@ -104,6 +110,7 @@ impl UpstreamConfig {
             restart_backoff_max_ms: defaults::backoff_max(),
             aggregate: true,
             scopes: Vec::new(),
+            required: false,
         }
     }
 

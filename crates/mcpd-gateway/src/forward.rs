@@ -16,7 +16,7 @@ use tracing::Instrument;
 
 use crate::config::{Share, UpstreamConfig};
 use crate::trace;
-use crate::upstream::{self, Event, EventSink, UpstreamActor};
+use crate::upstream::{self, Event, EventSink, Health, UpstreamActor};
 
 pub struct Upstream {
     cfg: Arc<UpstreamConfig>,
@@ -28,6 +28,8 @@ pub struct Upstream {
     sinks: Arc<RwLock<Vec<EventSink>>>,
     /// `mcp.client.operation.duration` of every request sent.
     metrics: Arc<mcpd_telemetry::Metrics>,
+    /// Up or not, restarts, requests in flight; readiness reads it.
+    health: Arc<Health>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -44,13 +46,15 @@ impl Upstream {
     pub fn start(cfg: UpstreamConfig, metrics: Arc<mcpd_telemetry::Metrics>) -> Arc<Self> {
         let cfg = Arc::new(cfg);
         let sinks: Arc<RwLock<Vec<EventSink>>> = Arc::default();
-        let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks)).start();
+        let health = Arc::new(Health::new(&cfg, &metrics));
+        let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks), health.clone(), true).start();
         Arc::new(Self {
             cfg,
             shared,
             sessions: DashMap::new(),
             sinks,
             metrics,
+            health,
         })
     }
 
@@ -103,7 +107,7 @@ impl Upstream {
                     }
                     _ => {}
                 });
-                UpstreamActor::new(self.cfg.clone(), sink).start()
+                UpstreamActor::new(self.cfg.clone(), sink, self.health.clone(), false).start()
             })
             .clone();
         Ok(addr)
@@ -122,6 +126,7 @@ impl Upstream {
         let span = trace::client_span(&self.cfg.id, method, params.as_ref());
         let params = trace::carry_context(params, &span);
         let started = std::time::Instant::now();
+        let _in_flight = self.health.request();
         let answer = upstream::call(
             &addr,
             &self.cfg.id,
@@ -179,6 +184,10 @@ impl Forward for Upstream {
             ));
         }
         self.call(method, params, Some(ctx)).await
+    }
+
+    fn unready(&self) -> Option<String> {
+        self.health.unready()
     }
 
     fn session_ended(&self, session: &str) {

@@ -8,12 +8,14 @@
 //!
 //! Layout: `actor` (the state and its handlers), `messages` (what goes in
 //! and out, a leaf every other file imports), `caller`, `connection`,
-//! `relay`, `routing`, `lifecycle`. This file only re-exports: no file
+//! `relay`, `routing`, `lifecycle`, `health` (the metrics and readiness
+//! of an upstream, shared by its actors). This file only re-exports: no file
 //! under it imports it.
 
 mod actor;
 mod caller;
 mod connection;
+mod health;
 mod lifecycle;
 mod messages;
 mod relay;
@@ -21,4 +23,5 @@ mod routing;
 
 pub use actor::UpstreamActor;
 pub use caller::{call, handshake};
+pub use health::Health;
 pub use messages::{Abandon, Call, Event, EventSink, Handshake, UPSTREAM_VERSION};

@@ -7,8 +7,10 @@
 
 mod clean;
 pub mod trace;
+mod upstream;
 
 pub use clean::Clean;
+pub use upstream::{UpstreamMetrics, UpstreamSeries};
 
 use mcpd_protocol::{Method, ProtocolVersion};
 use prometheus::{
@@ -32,6 +34,8 @@ pub struct Metrics {
     pub session_duration: HistogramVec,
     /// `mcp.client.operation.duration`: the gateway's upstream requests.
     pub client_operation_duration: HistogramVec,
+    /// Whether each gateway upstream is up, its restarts and requests.
+    pub upstreams: UpstreamMetrics,
     pub requests_in_flight: IntGauge,
     pub sse_events: IntCounter,
     pub sse_resumptions: IntCounterVec,
@@ -229,6 +233,7 @@ impl Metrics {
             operation_duration: hb("mcp_server_operation_duration_seconds", "mcp.server.operation.duration: time from the request's arrival to its answer, by MCP method, tool (configured names, else other; empty for other methods), error type (the JSON-RPC code or tool_error; empty without an error) and protocol revision.", &["mcp_method_name", "gen_ai_tool_name", "error_type", "mcp_protocol_version"], MCP_BUCKETS),
             session_duration: hb("mcp_server_session_duration_seconds", "mcp.server.session.duration: how long sessions held by this process lasted, by protocol revision.", &["mcp_protocol_version"], MCP_BUCKETS),
             client_operation_duration: hb("mcp_client_operation_duration_seconds", "mcp.client.operation.duration: the gateway's requests to upstream servers, by MCP method, upstream and error type (the JSON-RPC code or tool_error; empty without an error).", &["mcp_method_name", "mcpd_upstream", "error_type"], MCP_BUCKETS),
+            upstreams: UpstreamMetrics::register(&registry),
             requests_in_flight: g("mcpd_requests_in_flight", "JSON-RPC requests being processed (request actors alive)."),
             sse_events: c("mcpd_sse_events_sent_total", "SSE events written to clients (after being logged)."),
             sse_resumptions: cv("mcpd_sse_resumptions_total", "GET requests with Last-Event-ID, by result (ok, unknown, expired, gap, unavailable).", &["result"]),

@@ -11,6 +11,7 @@ use mcpd_protocol::jsonrpc::{Message, Notification};
 use mcpd_protocol::types::CancelledParams;
 use mcpd_protocol::{methods, RequestId};
 
+use super::health::Health;
 use super::lifecycle::Lifecycle;
 use super::messages::{connect_failed, Abandon, Call, EventSink, Handshake, Transmit};
 use super::routing::Routes;
@@ -26,12 +27,24 @@ pub struct UpstreamActor {
     pub(super) link: Option<Link>,
     pub(super) life: Lifecycle,
     pub(super) routes: Routes,
+    /// The upstream's health, which every connection of it reports to.
+    pub(super) health: Arc<Health>,
+    /// Whether this is the upstream's shared connection (whose state is
+    /// the upstream's `up`), not a downstream session's own.
+    pub(super) shared: bool,
 }
 
 // === impl UpstreamActor ===
 
 impl UpstreamActor {
-    pub fn new(cfg: Arc<UpstreamConfig>, events: EventSink) -> Self {
+    /// A connection of the upstream `cfg`: its `shared` one, or a
+    /// downstream session's own.
+    pub fn new(
+        cfg: Arc<UpstreamConfig>,
+        events: EventSink,
+        health: Arc<Health>,
+        shared: bool,
+    ) -> Self {
         let routes = Routes::new(cfg.share);
         Self {
             cfg,
@@ -40,6 +53,8 @@ impl UpstreamActor {
             link: None,
             life: Lifecycle::new(),
             routes,
+            health,
+            shared,
         }
     }
 

@@ -47,6 +47,7 @@ impl UpstreamActor {
     /// calls go out.
     pub(super) fn connected(&mut self, init: Value) {
         self.life.up(init.clone());
+        self.health.connected(self.shared);
         self.send(Message::Notification(Notification::new(
             methods::NOTIFICATION_INITIALIZED,
             None,
@@ -73,6 +74,7 @@ impl UpstreamActor {
     pub(super) fn went_down(&mut self, why: String, ctx: &mut Context<Self>) {
         self.link = None;
         let failure = self.life.failed(why.clone(), &self.cfg, Instant::now());
+        self.health.failed(self.shared, failure.was_up, &why);
         let refused = connect_failed(&self.cfg.id, &why);
         let lost = ErrorObject::new(
             ErrorCode::SERVER_ERROR,

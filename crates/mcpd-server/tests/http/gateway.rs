@@ -17,7 +17,7 @@ use crate::server::TestServer;
 use crate::*;
 
 /// An upstream `mcpd --stdio` that appends its pid to `dir/pids` at start.
-fn inner(dir: &TempDir, id: &str, share: Share) -> UpstreamConfig {
+pub(crate) fn inner(dir: &TempDir, id: &str, share: Share) -> UpstreamConfig {
     let script = format!(
         "echo $$ >> {}/pids; exec {} --stdio",
         dir.0.display(),
@@ -29,7 +29,7 @@ fn inner(dir: &TempDir, id: &str, share: Share) -> UpstreamConfig {
     u
 }
 
-fn pids(dir: &TempDir) -> Vec<u32> {
+pub(crate) fn pids(dir: &TempDir) -> Vec<u32> {
     std::fs::read_to_string(dir.0.join("pids"))
         .unwrap_or_default()
         .lines()
@@ -42,7 +42,7 @@ fn gateway(upstreams: Vec<UpstreamConfig>) -> TestServer {
 }
 
 /// A request carrying the seed's top-level `server_id`.
-fn routed(id: i64, server: &str, method: &str, params: Value) -> Value {
+pub(crate) fn routed(id: i64, server: &str, method: &str, params: Value) -> Value {
     json!({"jsonrpc":"2.0","id":id,"server_id":server,"method":method,"params":params})
 }
 

@@ -72,6 +72,7 @@ mod faults;
 mod features;
 mod fuzz;
 mod gateway;
+mod gateway_health;
 mod get_resume;
 mod hostile;
 mod hostile_bounds;
