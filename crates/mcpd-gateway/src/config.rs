@@ -51,6 +51,12 @@ pub struct UpstreamConfig {
     /// With `share = "session"`: upstream connections (processes) at once.
     #[serde(default = "defaults::max_sessions")]
     pub max_sessions: usize,
+    /// A shared stdio upstream: most children at once. Each call that may
+    /// ask the client runs on a child with no other such call in flight,
+    /// so the question reaches that call's client (`pool.rs`); 1: such
+    /// calls take turns on one child.
+    #[serde(default = "defaults::pool_size")]
+    pub pool_size: usize,
     /// Restart backoff after a crash: doubles from the first to the max.
     #[serde(default = "defaults::backoff_initial")]
     pub restart_backoff_ms: u64,
@@ -80,6 +86,9 @@ mod defaults {
     pub fn max_sessions() -> usize {
         100
     }
+    pub fn pool_size() -> usize {
+        4
+    }
     pub fn backoff_initial() -> u64 {
         250
     }
@@ -106,6 +115,7 @@ impl UpstreamConfig {
             request_timeout_secs: defaults::request_timeout(),
             connect_timeout_secs: defaults::connect_timeout(),
             max_sessions: defaults::max_sessions(),
+            pool_size: defaults::pool_size(),
             restart_backoff_ms: defaults::backoff_initial(),
             restart_backoff_max_ms: defaults::backoff_max(),
             aggregate: true,
@@ -155,9 +165,9 @@ impl UpstreamConfig {
                 self.id, self.url
             ));
         }
-        if self.max_sessions == 0 || self.request_timeout_secs == 0 {
+        if self.max_sessions == 0 || self.request_timeout_secs == 0 || self.pool_size == 0 {
             return Err(format!(
-                "upstream {:?}: max_sessions and request_timeout_secs must be > 0",
+                "upstream {:?}: max_sessions, pool_size and request_timeout_secs must be > 0",
                 self.id
             ));
         }

@@ -9,14 +9,15 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use mcpd_core::{Forward, RequestContext};
 use mcpd_protocol::types::JsonObject;
-use mcpd_protocol::{methods, ErrorCode, ErrorObject};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject, Method};
 use serde_json::Value;
 
 use tracing::Instrument;
 
 use crate::config::{Share, UpstreamConfig};
+use crate::pool::Pool;
 use crate::trace;
-use crate::upstream::{self, Event, EventSink, Health, UpstreamActor};
+use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
 
 pub struct Upstream {
     cfg: Arc<UpstreamConfig>,
@@ -30,6 +31,9 @@ pub struct Upstream {
     metrics: Arc<mcpd_telemetry::Metrics>,
     /// Up or not, restarts, requests in flight; readiness reads it.
     health: Arc<Health>,
+    /// A shared stdio upstream: its children, so that a question reaches
+    /// the call that asked (`pool.rs`); `None` for the others.
+    pool: Option<Pool>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -48,6 +52,8 @@ impl Upstream {
         let sinks: Arc<RwLock<Vec<EventSink>>> = Arc::default();
         let health = Arc::new(Health::new(&cfg, &metrics));
         let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks), health.clone(), true).start();
+        let pool = (cfg.share == Share::Shared && cfg.url.is_empty())
+            .then(|| Pool::new(shared.clone(), cfg.pool_size));
         Arc::new(Self {
             cfg,
             shared,
@@ -55,6 +61,7 @@ impl Upstream {
             sinks,
             metrics,
             health,
+            pool,
         })
     }
 
@@ -100,17 +107,33 @@ impl Upstream {
                 // A session's own child announcing list changes as it starts
                 // is not news for every session: only resource updates go on
                 // (the catalogue follows the shared connection).
-                let all = fan_out(&self.sinks);
-                let sink: EventSink = Arc::new(move |id: &str, e: &Event| match e {
-                    Event::Notification(m, _) if m == methods::NOTIFICATION_RESOURCE_UPDATED => {
-                        all(id, e)
-                    }
-                    _ => {}
-                });
-                UpstreamActor::new(self.cfg.clone(), sink, self.health.clone(), false).start()
+                UpstreamActor::new(
+                    self.cfg.clone(),
+                    self.quiet_sink(),
+                    self.health.clone(),
+                    false,
+                )
+                .start()
             })
             .clone();
         Ok(addr)
+    }
+
+    /// What a connection other than the shared one reports: its own
+    /// start announcing list changes is not news for every session (the
+    /// catalogue follows the shared connection); resource updates go on.
+    fn quiet_sink(&self) -> EventSink {
+        let all = fan_out(&self.sinks);
+        Arc::new(move |id: &str, e: &Event| match e {
+            Event::Notification(m, _) if m == methods::NOTIFICATION_RESOURCE_UPDATED => all(id, e),
+            _ => {}
+        })
+    }
+
+    /// The children a shared stdio upstream runs now (1 unless calls that
+    /// may ask the client ran at once); `None` for other upstreams.
+    pub fn children(&self) -> Option<usize> {
+        self.pool.as_ref().map(Pool::len)
     }
 
     /// Relays one request (no downstream request context: nothing the
@@ -122,7 +145,21 @@ impl Upstream {
         ctx: Option<RequestContext>,
     ) -> Result<Value, ErrorObject> {
         let session = ctx.as_ref().and_then(|c| c.session_id().map(str::to_owned));
-        let addr = self.actor_for(session.as_deref())?;
+        let may_ask = Method::parse(method).is_some_and(|m| m.info().may_ask);
+        let lease = match &self.pool {
+            Some(pool) if may_ask => Some(
+                pool.lease(&self.cfg.id, || {
+                    let sink = self.quiet_sink();
+                    UpstreamActor::new(self.cfg.clone(), sink, self.health.clone(), false).start()
+                })
+                .await?,
+            ),
+            _ => None,
+        };
+        let addr = match &lease {
+            Some(l) => l.addr.clone(),
+            None => self.actor_for(session.as_deref())?,
+        };
         let span = trace::client_span(&self.cfg.id, method, params.as_ref());
         let params = trace::carry_context(params, &span);
         let started = std::time::Instant::now();
@@ -195,18 +232,5 @@ impl Forward for Upstream {
             // Stopping the actor drops its link, which ends the child.
             addr.do_send(Stop);
         }
-    }
-}
-
-/// Stops a per-session connection actor.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Stop;
-
-impl Handler<Stop> for UpstreamActor {
-    type Result = ();
-
-    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        ctx.stop();
     }
 }

@@ -21,6 +21,7 @@ pub mod catalog;
 pub mod config;
 pub mod forward;
 pub mod link;
+mod pool;
 mod trace;
 pub mod upstream;
 

@@ -24,4 +24,4 @@ mod routing;
 pub use actor::UpstreamActor;
 pub use caller::{call, handshake};
 pub use health::Health;
-pub use messages::{Abandon, Call, Event, EventSink, Handshake, UPSTREAM_VERSION};
+pub use messages::{Abandon, Call, Event, EventSink, Handshake, Stop, UPSTREAM_VERSION};

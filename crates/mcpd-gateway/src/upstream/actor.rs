@@ -13,7 +13,7 @@ use mcpd_protocol::{methods, RequestId};
 
 use super::health::Health;
 use super::lifecycle::Lifecycle;
-use super::messages::{connect_failed, Abandon, Call, EventSink, Handshake, Transmit};
+use super::messages::{connect_failed, Abandon, Call, EventSink, Handshake, Stop, Transmit};
 use super::routing::Routes;
 use crate::config::UpstreamConfig;
 use crate::link::{Link, LinkEvent, Report};
@@ -168,5 +168,13 @@ impl Handler<Transmit> for UpstreamActor {
         if msg.gen == self.gen {
             self.send(msg.msg);
         }
+    }
+}
+
+impl Handler<Stop> for UpstreamActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
     }
 }

@@ -70,3 +70,9 @@ pub(super) struct Transmit {
     pub(super) gen: u64,
     pub(super) msg: Message,
 }
+
+/// Stops a connection actor that is no longer needed (a per-session one
+/// whose session ended, an idle pool child): its link and child go too.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Stop;

@@ -53,7 +53,7 @@ impl UpstreamActor {
             self.send(Message::Response(Response { id, outcome: pong }));
             return;
         }
-        let Some(owner) = self.routes.owner(related) else {
+        let Some(owner) = self.routes.asker(related) else {
             let e = ErrorObject::new(
                 ErrorCode::INVALID_REQUEST,
                 format!("mcpd cannot relay {method} now: it is not tied to exactly one client request in flight"),

@@ -10,7 +10,7 @@ use mcpd_protocol::jsonrpc::{Message, Request};
 use mcpd_protocol::types::{
     ClientCapabilities, Implementation, InitializeParams, JsonObject, ProgressToken,
 };
-use mcpd_protocol::{methods, ErrorObject, RequestId};
+use mcpd_protocol::{methods, ErrorObject, Method, RequestId};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -27,6 +27,8 @@ pub(super) enum Waiting {
         ctx: Option<RequestContext>,
         /// The progress token we gave the upstream in the client's place.
         token: Option<ProgressToken>,
+        /// Its method may ask the client something (`tools/call`, …).
+        may_ask: bool,
     },
 }
 
@@ -139,7 +141,16 @@ impl Routes {
                 m.insert("progressToken".into(), t.clone());
             }
         }
-        self.pending.insert(id, Waiting::Call { reply, ctx, token });
+        let may_ask = Method::parse(&method).is_some_and(|m| m.info().may_ask);
+        self.pending.insert(
+            id,
+            Waiting::Call {
+                reply,
+                ctx,
+                token,
+                may_ask,
+            },
+        );
         Message::Request(Request::new(request_id(id), method, params))
     }
 
@@ -218,6 +229,29 @@ impl Routes {
                 let first = calls.next()?;
                 calls.next().is_none().then(|| first.1.clone())
             }
+        }
+    }
+
+    /// The downstream request a question from the upstream (`elicitation/
+    /// create`, …) without a request id is for: on a shared connection, the
+    /// one call in flight whose method may ask (the gateway keeps at most
+    /// one per shared stdio child: `forward.rs`), else as [`Routes::owner`].
+    pub(super) fn asker(&self, related: Option<u64>) -> Option<RequestContext> {
+        if related.is_some() || self.share == Share::Session {
+            return self.owner(related);
+        }
+        let mut asking = self.pending.values().filter_map(|w| match w {
+            Waiting::Call {
+                ctx: Some(c),
+                may_ask: true,
+                ..
+            } => Some(c),
+            _ => None,
+        });
+        match (asking.next(), asking.next()) {
+            (Some(c), None) => Some(c.clone()),
+            (Some(_), Some(_)) => None,
+            (None, _) => self.owner(None),
         }
     }
 
@@ -334,6 +368,30 @@ mod tests {
         assert_eq!(r.owner(Some(b)).unwrap().request_id(), &RequestId::Int(20));
         assert!(r.abandon(b) && !r.abandon(b));
         assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(10));
+    }
+
+    #[test]
+    fn a_question_goes_to_the_one_call_that_may_ask_beside_lists() {
+        let mut r = Routes::new(Share::Shared);
+        let ask = |n: i64| Call {
+            method: "tools/call".into(),
+            ..call(Some(ctx(n, false)), json!({}))
+        };
+        let list = |n: i64| Call {
+            method: "tools/list".into(),
+            ..call(Some(ctx(n, false)), json!({}))
+        };
+        let a = r.next_id();
+        r.start_call(a, list(1));
+        let b = r.next_id();
+        r.start_call(b, ask(2));
+        // Two calls in flight: a log line has no owner, a question has one.
+        assert!(r.owner(None).is_none());
+        assert_eq!(r.asker(None).unwrap().request_id(), &RequestId::Int(2));
+        let c = r.next_id();
+        r.start_call(c, ask(3));
+        assert!(r.asker(None).is_none(), "two calls that may ask: ambiguous");
+        assert_eq!(r.asker(Some(c)).unwrap().request_id(), &RequestId::Int(3));
     }
 
     #[test]

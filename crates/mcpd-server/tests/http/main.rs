@@ -73,6 +73,7 @@ mod features;
 mod fuzz;
 mod gateway;
 mod gateway_health;
+mod gateway_pool;
 mod get_resume;
 mod hostile;
 mod hostile_bounds;
