@@ -19,6 +19,20 @@ pub enum Share {
     Session,
 }
 
+/// Which revision mcpd speaks to a remote (Streamable HTTP) upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// `server/discover` first: 2026-07-28 when the upstream answers it as
+    /// a server of that revision, else `initialize` (the session era).
+    Auto,
+    /// `initialize` and a session (2025-11-25).
+    #[default]
+    Session,
+    /// 2026-07-28 only: no session; questions arrive as `input_required`.
+    Stateless,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamConfig {
@@ -42,6 +56,10 @@ pub struct UpstreamConfig {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub share: Share,
+    /// A remote upstream's revision: `session` (default), `stateless`
+    /// (2026-07-28) or `auto` (whichever `server/discover` shows).
+    #[serde(default)]
+    pub protocol: Protocol,
     /// Longest an upstream request may take.
     #[serde(default = "defaults::request_timeout")]
     pub request_timeout_secs: u64,
@@ -112,6 +130,7 @@ impl UpstreamConfig {
             url: String::new(),
             headers: BTreeMap::new(),
             share: Share::Shared,
+            protocol: Protocol::Session,
             request_timeout_secs: defaults::request_timeout(),
             connect_timeout_secs: defaults::connect_timeout(),
             max_sessions: defaults::max_sessions(),
@@ -155,6 +174,12 @@ impl UpstreamConfig {
                     self.id
                 ))
             }
+        }
+        if self.url.is_empty() && self.protocol != Protocol::Session {
+            return Err(format!(
+                "upstream {:?}: protocol applies to a url upstream; a stdio one speaks the session era",
+                self.id
+            ));
         }
         if !self.url.is_empty()
             && !self.url.starts_with("http://")

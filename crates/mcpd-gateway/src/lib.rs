@@ -28,7 +28,7 @@ pub mod upstream;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use config::{Share, UpstreamConfig};
+pub use config::{Protocol, Share, UpstreamConfig};
 pub use forward::Upstream;
 
 /// The configured upstreams, started.

@@ -8,6 +8,7 @@
 pub mod decode;
 pub mod http;
 pub mod report;
+pub mod stateless;
 pub mod stdio;
 
 use std::sync::Arc;
@@ -17,12 +18,16 @@ use mcpd_protocol::jsonrpc::Message;
 pub use decode::read;
 pub use report::{LinkEvent, Report, Reporter};
 
-use crate::config::UpstreamConfig;
+use crate::config::{Protocol, UpstreamConfig};
 
 /// The link to one upstream.
 pub enum Link {
     Stdio(stdio::StdioLink),
+    /// The session era (and, with `protocol = "auto"`, 2026-07-28 when the
+    /// upstream speaks it).
     Http(Arc<http::HttpLink>),
+    /// 2026-07-28 only (`protocol = "stateless"`).
+    Stateless(Arc<stateless::StatelessLink>),
 }
 
 impl Link {
@@ -30,10 +35,16 @@ impl Link {
     /// first message sent).
     pub fn open(cfg: &UpstreamConfig, reporter: Reporter) -> Result<Self, String> {
         if cfg.url.is_empty() {
-            stdio::StdioLink::spawn(cfg, reporter).map(Self::Stdio)
-        } else {
-            Ok(Self::Http(http::HttpLink::new(cfg, reporter)))
+            return stdio::StdioLink::spawn(cfg, reporter).map(Self::Stdio);
         }
+        Ok(match cfg.protocol {
+            Protocol::Stateless => Self::Stateless(stateless::StatelessLink::new(cfg, reporter)),
+            Protocol::Session => Self::Http(http::HttpLink::new(cfg, reporter, None)),
+            Protocol::Auto => {
+                let modern = stateless::StatelessLink::new(cfg, reporter.clone());
+                Self::Http(http::HttpLink::new(cfg, reporter, Some(modern)))
+            }
+        })
     }
 
     pub fn send(&self, msg: Message) {
@@ -41,6 +52,9 @@ impl Link {
             Self::Stdio(s) => s.send(&msg),
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
+            }
+            Self::Stateless(s) => {
+                actix::spawn(s.clone().post(msg));
             }
         }
     }

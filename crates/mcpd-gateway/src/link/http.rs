@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::decode::read;
 use super::report::Reporter;
+use super::stateless::{Discovery, StatelessLink};
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {
@@ -26,6 +27,10 @@ pub struct HttpLink {
     /// `MCP-Protocol-Version`, from the handshake's result.
     version: Mutex<Option<String>>,
     reporter: Reporter,
+    /// `protocol = "auto"`: the 2026-07-28 link tried first, and whether
+    /// the upstream turned out to speak it (then every message goes there).
+    modern: Option<Arc<StatelessLink>>,
+    speaks_modern: std::sync::atomic::AtomicBool,
 }
 
 /// A lock whose holder panicked still holds a usable string.
@@ -34,7 +39,11 @@ fn get(m: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String>> {
 }
 
 impl HttpLink {
-    pub fn new(cfg: &UpstreamConfig, reporter: Reporter) -> Arc<Self> {
+    pub fn new(
+        cfg: &UpstreamConfig,
+        reporter: Reporter,
+        modern: Option<Arc<StatelessLink>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             client: reqwest::Client::builder()
                 .connect_timeout(cfg.connect_timeout())
@@ -49,6 +58,8 @@ impl HttpLink {
             session: Mutex::default(),
             version: Mutex::default(),
             reporter,
+            modern,
+            speaks_modern: Default::default(),
         })
     }
 
@@ -69,12 +80,37 @@ impl HttpLink {
         b
     }
 
+    /// Whether the upstream answered `server/discover` as a 2026-07-28
+    /// server (`protocol = "auto"`).
+    fn is_modern(&self) -> bool {
+        self.speaks_modern
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// POSTs one message; whatever comes back goes to the actor.
     pub async fn post(self: Arc<Self>, msg: Message) {
         let (request_id, is_init) = match &msg {
             Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
             _ => (None, false),
         };
+        if let Some(modern) = &self.modern {
+            if is_init {
+                match modern.discover().await {
+                    Ok(_) => {
+                        self.speaks_modern
+                            .store(true, std::sync::atomic::Ordering::Release);
+                        tracing::info!(upstream = %self.reporter.upstream, "the upstream speaks 2026-07-28");
+                    }
+                    Err(Discovery::Unreachable(why)) => return self.reporter.down(why),
+                    Err(Discovery::NotModern(why)) => {
+                        tracing::info!(upstream = %self.reporter.upstream, "the upstream speaks the session era ({why})");
+                    }
+                }
+            }
+            if self.is_modern() {
+                return modern.clone().post(msg).await;
+            }
+        }
         let related = match request_id {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),
             _ => None,
@@ -167,6 +203,9 @@ impl HttpLink {
 
     /// The remote server's own stream (GET), for its notifications.
     pub async fn listen(self: Arc<Self>) {
+        if self.is_modern() {
+            return; // 2026-07-28 has no GET stream
+        }
         if let Ok(res) = self.request(reqwest::Method::GET).send().await {
             if res.status().is_success() {
                 self.read_sse(res, None).await;

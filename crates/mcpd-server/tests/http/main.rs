@@ -74,6 +74,7 @@ mod fuzz;
 mod gateway;
 mod gateway_health;
 mod gateway_pool;
+mod gateway_stateless;
 mod get_resume;
 mod hostile;
 mod hostile_bounds;

@@ -1,0 +1,514 @@
+//! A remote upstream that speaks the 2026-07-28 revision: no session, no
+//! `initialize`, each request a POST with the `_meta` envelope and the
+//! `Mcp-*` headers. The actor still speaks the session era to its link, so
+//! this link translates: the actor's `initialize` is answered from
+//! `server/discover`; an `InputRequiredResult` becomes the upstream's
+//! questions, sent to the actor as server → client requests on the call's
+//! own stream (so they reach the client whose call asked, in either era),
+//! and once every answer is back the call is sent again with them in
+//! `inputResponses` and the upstream's own `requestState`, byte for byte.
+//! A `notifications/cancelled` from the actor closes the call's response
+//! stream, which is the cancellation in this revision.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use futures_util::future::{AbortHandle, Abortable};
+use futures_util::StreamExt;
+use mcpd_protocol::jsonrpc::{Message, Notification, Request, Response};
+use mcpd_protocol::sse::Decoder;
+use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::{methods, ErrorCode, ErrorObject, Method, RequestId};
+use serde_json::{json, Value};
+
+use super::decode::read;
+use super::report::Reporter;
+use crate::config::UpstreamConfig;
+
+/// The revision this link speaks.
+pub const VERSION: &str = "2026-07-28";
+/// Most rounds of questions one call may take before it fails.
+const MAX_ROUNDS: u32 = 10;
+
+/// A call waiting for its client's answers to the upstream's questions.
+struct Round {
+    method: String,
+    params: Option<JsonObject>,
+    /// The upstream's `requestState`, echoed unchanged.
+    state: Option<Value>,
+    answers: JsonObject,
+    /// Questions not answered yet.
+    open: usize,
+    /// Rounds sent so far.
+    sent: u32,
+}
+
+#[derive(Default)]
+struct Calls {
+    waiting: HashMap<u64, Round>,
+    /// Our id of each question sent to the actor: its call and its key.
+    questions: HashMap<String, (u64, String)>,
+    next_question: u64,
+    /// The response stream of each call in flight, to close on cancel.
+    streams: HashMap<u64, AbortHandle>,
+}
+
+pub struct StatelessLink {
+    client: reqwest::Client,
+    url: String,
+    headers: Vec<(String, String)>,
+    reporter: Reporter,
+    calls: Mutex<Calls>,
+}
+
+/// Why `server/discover` did not work.
+pub enum Discovery {
+    /// The server answered, but not as a 2026-07-28 server would: it speaks
+    /// an older revision.
+    NotModern(String),
+    /// It could not be reached.
+    Unreachable(String),
+}
+
+impl StatelessLink {
+    pub fn new(cfg: &UpstreamConfig, reporter: Reporter) -> Arc<Self> {
+        Arc::new(Self {
+            client: reqwest::Client::builder()
+                .connect_timeout(cfg.connect_timeout())
+                .build()
+                .unwrap_or_default(),
+            url: cfg.url.clone(),
+            headers: cfg
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            reporter,
+            calls: Mutex::default(),
+        })
+    }
+
+    fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The upstream's `server/discover`, as the `initialize` result the
+    /// actor and the catalogue read (capabilities, serverInfo,
+    /// instructions).
+    pub async fn discover(&self) -> Result<Value, Discovery> {
+        let body = json!({"jsonrpc": "2.0", "id": "mcpd-discover", "method": methods::SERVER_DISCOVER,
+            "params": {"_meta": envelope()}});
+        let res = self
+            .post_json(methods::SERVER_DISCOVER, None, &body)
+            .send()
+            .await
+            .map_err(|e| Discovery::Unreachable(format!("cannot reach {}: {e}", self.url)))?;
+        let status = res.status();
+        let text = res.text().await.unwrap_or_default();
+        let json = text_json(&text);
+        let result = match json.as_ref().and_then(|j| j.get("result")) {
+            Some(r) if status.is_success() => r,
+            _ => {
+                return Err(Discovery::NotModern(format!(
+                    "server/discover answered HTTP {status}: {}",
+                    text.chars().take(200).collect::<String>()
+                )))
+            }
+        };
+        let supported = result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|v| v.iter().any(|v| v == VERSION));
+        if !supported {
+            return Err(Discovery::NotModern(format!(
+                "server/discover does not list {VERSION}"
+            )));
+        }
+        let info = result
+            .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+            .cloned()
+            .unwrap_or_else(|| json!({"name": self.reporter.upstream.as_ref(), "version": ""}));
+        let mut init = json!({
+            "protocolVersion": VERSION,
+            "capabilities": result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+            "serverInfo": info,
+        });
+        if let Some(i) = result.get("instructions") {
+            init["instructions"] = i.clone();
+        }
+        Ok(init)
+    }
+
+    /// What the actor sends: a request becomes a call (its `initialize`,
+    /// a discovery); an answer to one of the upstream's questions is kept
+    /// for the call's next round; a cancellation closes the call's stream.
+    pub async fn post(self: Arc<Self>, msg: Message) {
+        match msg {
+            Message::Request(r) if r.method == methods::INITIALIZE => match self.discover().await {
+                Ok(init) => self.reporter.post(
+                    vec![Message::Response(Response {
+                        id: r.id,
+                        outcome: Ok(init),
+                    })],
+                    None,
+                ),
+                Err(Discovery::NotModern(why) | Discovery::Unreachable(why)) => {
+                    self.reporter.down(why)
+                }
+            },
+            Message::Request(r) => {
+                let Some(id) = call_id(&r.id) else { return };
+                self.round(
+                    id,
+                    Round {
+                        method: r.method,
+                        params: r.params,
+                        state: None,
+                        answers: JsonObject::new(),
+                        open: 0,
+                        sent: 0,
+                    },
+                )
+                .await
+            }
+            Message::Response(r) => self.answered(r).await,
+            Message::Notification(n) => self.notified(n),
+        }
+    }
+
+    /// `notifications/cancelled` for a call in flight: its stream closes.
+    fn notified(&self, n: Notification) {
+        if n.method != methods::NOTIFICATION_CANCELLED {
+            return;
+        }
+        let id = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(Value::as_u64);
+        let mut calls = self.calls();
+        if let Some(id) = id {
+            if let Some(h) = calls.streams.remove(&id) {
+                h.abort();
+            }
+            calls.waiting.remove(&id);
+        }
+    }
+
+    /// Sends one round of call `id` and reports what comes back.
+    async fn round(self: &Arc<Self>, id: u64, mut round: Round) {
+        round.sent += 1;
+        if round.sent > MAX_ROUNDS {
+            return self.answer(
+                id,
+                Err(self.failed(format!(
+                    "asked for input more than {MAX_ROUNDS} times in one call"
+                ))),
+            );
+        }
+        let mut params = round.params.clone().unwrap_or_default();
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(JsonObject::new()));
+        if let Value::Object(m) = meta {
+            // The actor's own `_meta` (its progress token) stays beside it.
+            m.extend(envelope().as_object().cloned().unwrap_or_default());
+        }
+        if !round.answers.is_empty() {
+            params.insert(
+                "inputResponses".into(),
+                Value::Object(round.answers.clone()),
+            );
+        }
+        if let Some(s) = &round.state {
+            params.insert("requestState".into(), s.clone());
+        }
+        let wire_id = format!("mcpd-{id}-{}", round.sent);
+        let body =
+            json!({"jsonrpc": "2.0", "id": wire_id, "method": round.method, "params": params});
+        let (abort, registration) = AbortHandle::new_pair();
+        self.calls().streams.insert(id, abort);
+        let exchange = Abortable::new(
+            self.exchange(id, &round.method, &params, &body),
+            registration,
+        );
+        let outcome = exchange.await;
+        self.calls().streams.remove(&id);
+        let Ok(outcome) = outcome else {
+            return; // cancelled: nothing more is sent for it
+        };
+        match outcome {
+            Ok(result) if result.get("resultType") == Some(&json!("input_required")) => {
+                self.ask(id, round, result)
+            }
+            Ok(result) => self.answer(id, Ok(complete(result))),
+            Err(e) => self.answer(id, Err(e)),
+        }
+    }
+
+    /// POSTs one round; relays what the response stream says meanwhile
+    /// (progress, logs) and returns the final result or error.
+    async fn exchange(
+        &self,
+        id: u64,
+        method: &str,
+        params: &JsonObject,
+        body: &Value,
+    ) -> Result<Value, ErrorObject> {
+        let res = self
+            .post_json(method, Some(params), body)
+            .send()
+            .await
+            .map_err(|e| self.failed(format!("cannot reach {}: {e}", self.url)))?;
+        let status = res.status();
+        let is_sse = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if !is_sse {
+            let text = res.text().await.unwrap_or_default();
+            return match text_json(&text) {
+                Some(v) if v.get("result").is_some() || v.get("error").is_some() => outcome_of(v),
+                _ => Err(self.failed(format!(
+                    "HTTP {status}: {}",
+                    text.chars().take(200).collect::<String>()
+                ))),
+            };
+        }
+        let mut stream = res.bytes_stream();
+        let mut decoder = Decoder::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk =
+                chunk.map_err(|e| self.failed(format!("the response stream broke: {e}")))?;
+            for event in decoder.feed(&chunk) {
+                let Some(v) = event.data.and_then(|d| text_json(&d)) else {
+                    continue;
+                };
+                if v.get("method").is_none() {
+                    return outcome_of(v);
+                }
+                // Progress and logs of this call: its client's.
+                let messages = read(&self.reporter.upstream, v);
+                if !messages.is_empty() && !self.reporter.deliver(messages, Some(id)).await {
+                    return Err(self.failed("mcpd stopped relaying".into()));
+                }
+            }
+        }
+        Err(self.failed("the response stream ended before the answer (the request is lost)".into()))
+    }
+
+    /// The upstream needs input: each question goes to the actor as a
+    /// request of its own on the call's stream.
+    fn ask(self: &Arc<Self>, id: u64, mut round: Round, result: Value) {
+        let inputs = result
+            .get("inputRequests")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        round.state = result.get("requestState").cloned();
+        round.answers = JsonObject::new();
+        round.open = inputs.len();
+        let mut questions = Vec::new();
+        {
+            let mut calls = self.calls();
+            for (key, ask) in inputs {
+                let (Some(method), params) = (
+                    ask.get("method").and_then(Value::as_str),
+                    ask.get("params").and_then(Value::as_object).cloned(),
+                ) else {
+                    calls.waiting.remove(&id);
+                    drop(calls);
+                    return self.answer(
+                        id,
+                        Err(self.failed(format!("input request {key:?} names no method"))),
+                    );
+                };
+                calls.next_question += 1;
+                let qid = format!("mcpd-input-{}", calls.next_question);
+                calls.questions.insert(qid.clone(), (id, key));
+                questions.push(Message::Request(Request::new(
+                    RequestId::Str(qid),
+                    method.to_owned(),
+                    params,
+                )));
+            }
+            if !questions.is_empty() {
+                calls.waiting.insert(id, round);
+                drop(calls);
+                return self.reporter.post(questions, Some(id));
+            }
+        }
+        // State alone (the upstream sheds load, say): sent again as is.
+        let this = self.clone();
+        actix::spawn(async move { this.round(id, round).await });
+    }
+
+    /// The client's answer to one of the upstream's questions; the last of
+    /// a round sends the call again.
+    async fn answered(self: &Arc<Self>, r: Response) {
+        let RequestId::Str(qid) = &r.id else {
+            return;
+        };
+        let next = {
+            let mut calls = self.calls();
+            let Some((id, key)) = calls.questions.remove(qid.as_str()) else {
+                return;
+            };
+            let Some(round) = calls.waiting.get_mut(&id) else {
+                return;
+            };
+            match r.outcome {
+                Ok(answer) => {
+                    round.answers.insert(key, answer);
+                    round.open = round.open.saturating_sub(1);
+                }
+                Err(e) => {
+                    calls.waiting.remove(&id);
+                    drop(calls);
+                    return self.answer(id, Err(e));
+                }
+            }
+            if round.open > 0 {
+                return;
+            }
+            calls.waiting.remove(&id).map(|round| (id, round))
+        };
+        if let Some((id, round)) = next {
+            self.round(id, round).await;
+        }
+    }
+
+    fn answer(&self, id: u64, outcome: Result<Value, ErrorObject>) {
+        let id = RequestId::Int(i64::try_from(id).unwrap_or(i64::MAX));
+        self.reporter
+            .post(vec![Message::Response(Response { id, outcome })], None);
+    }
+
+    fn failed(&self, why: String) -> ErrorObject {
+        ErrorObject::new(
+            ErrorCode::SERVER_ERROR,
+            format!("Upstream server '{}': {why}", self.reporter.upstream),
+        )
+    }
+
+    /// A POST of `body` with the revision's headers.
+    fn post_json(
+        &self,
+        method: &str,
+        params: Option<&JsonObject>,
+        body: &Value,
+    ) -> reqwest::RequestBuilder {
+        let mut b = self
+            .client
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", VERSION)
+            .header("mcp-method", header_value(method));
+        let target = Method::parse(method).and_then(|m| m.info().target);
+        if let Some(name) = target.and_then(|t| params?.get(t)).and_then(Value::as_str) {
+            b = b.header("mcp-name", header_value(name));
+        }
+        for (k, v) in &self.headers {
+            b = b.header(k, v);
+        }
+        b.body(body.to_string())
+    }
+}
+
+/// Our id of the actor's request (it numbers them from 1).
+fn call_id(id: &RequestId) -> Option<u64> {
+    match id {
+        RequestId::Int(n) => u64::try_from(*n).ok(),
+        RequestId::Str(_) => None,
+    }
+}
+
+/// The per-request `_meta` every request carries in this revision: the
+/// version, what mcpd can relay to its clients, and who it is.
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}}, "sampling": {}, "roots": {}
+        },
+        "io.modelcontextprotocol/clientInfo": {
+            "name": "mcpd-gateway", "version": env!("CARGO_PKG_VERSION")
+        },
+    })
+}
+
+/// A header value as the revision carries it: plain visible ASCII as is,
+/// anything else as `=?base64?…?=`.
+fn header_value(v: &str) -> String {
+    let plain =
+        !v.is_empty() && v.bytes().all(|b| (0x21..=0x7e).contains(&b)) && !v.starts_with("=?");
+    match plain {
+        true => v.to_owned(),
+        false => format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(v)
+        ),
+    }
+}
+
+fn text_json(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok()
+}
+
+/// A JSON-RPC response's result or error.
+fn outcome_of(v: Value) -> Result<Value, ErrorObject> {
+    match Message::from_value(v) {
+        Ok(Message::Response(r)) => r.outcome,
+        Ok(_) => Err(ErrorObject::internal(
+            "the upstream answered with a request",
+        )),
+        Err(e) => Err(ErrorObject::internal(format!(
+            "the upstream sent a malformed response: {e}"
+        ))),
+    }
+}
+
+/// A complete result as a session-era result: the revision's own keys
+/// (`resultType`, the cache hints, `serverInfo` in `_meta`) go; core adds
+/// them again for a 2026-07-28 client.
+fn complete(mut result: Value) -> Value {
+    if let Value::Object(r) = &mut result {
+        for key in ["resultType", "ttlMs", "cacheScope"] {
+            r.remove(key);
+        }
+        if let Some(Value::Object(meta)) = r.get_mut("_meta") {
+            meta.remove("io.modelcontextprotocol/serverInfo");
+            if meta.is_empty() {
+                r.remove("_meta");
+            }
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_plain_ascii_or_base64() {
+        assert_eq!(header_value("tools/call"), "tools/call");
+        assert_eq!(
+            header_value("wetter in münchen"),
+            "=?base64?d2V0dGVyIGluIG3DvG5jaGVu?="
+        );
+        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
+    }
+
+    #[test]
+    fn a_complete_result_loses_the_revision_s_keys() {
+        let r = complete(
+            json!({"resultType": "complete", "ttlMs": 5, "cacheScope": "public",
+            "tools": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "u"}}}),
+        );
+        assert_eq!(r, json!({"tools": []}));
+    }
+}
