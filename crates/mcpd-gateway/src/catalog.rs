@@ -7,7 +7,7 @@
 use std::sync::{Arc, RwLock, Weak};
 
 use async_trait::async_trait;
-use mcpd_core::handler::{DynTool, PromptProvider, ResourceProvider, Tool, ToolError};
+use mcpd_core::handler::{DynTool, PromptProvider, ResourceProvider, TaskPolicy, Tool, ToolError};
 use mcpd_core::{McpServer, RequestContext};
 use mcpd_protocol::types::{
     CallToolResult, CompleteParams, CompleteResult, CompletionArgument, CompletionRef,
@@ -221,6 +221,15 @@ struct UpstreamTool {
 impl Tool for UpstreamTool {
     fn definition(&self) -> ToolDef {
         self.def.clone()
+    }
+
+    /// A task when the client asks for one (the call is relayed as ever;
+    /// mcpd's store keeps the task, its result and its questions).
+    fn task_policy(&self) -> TaskPolicy {
+        match self.up.config().tasks {
+            true => TaskPolicy::OPTIONAL,
+            false => TaskPolicy::FORBIDDEN,
+        }
     }
 
     async fn call(

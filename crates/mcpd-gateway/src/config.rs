@@ -83,6 +83,11 @@ pub struct UpstreamConfig {
     /// Put this upstream's tools and prompts into `/mcp` (prefixed).
     #[serde(default = "defaults::yes")]
     pub aggregate: bool,
+    /// Its aggregated tools may run as tasks in mcpd's store: a 2026-07-28
+    /// client that declares the Tasks extension gets a task for each call
+    /// (with `tasks.enabled`).
+    #[serde(default = "defaults::yes")]
+    pub tasks: bool,
     /// Scopes a token needs to reach this upstream (any way in).
     #[serde(default)]
     pub scopes: Vec<String>,
@@ -138,6 +143,7 @@ impl UpstreamConfig {
             restart_backoff_ms: defaults::backoff_initial(),
             restart_backoff_max_ms: defaults::backoff_max(),
             aggregate: true,
+            tasks: true,
             scopes: Vec::new(),
             required: false,
         }

@@ -75,6 +75,7 @@ mod gateway;
 mod gateway_health;
 mod gateway_pool;
 mod gateway_stateless;
+mod gateway_tasks;
 mod get_resume;
 mod hostile;
 mod hostile_bounds;

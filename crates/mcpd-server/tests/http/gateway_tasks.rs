@@ -1,0 +1,96 @@
+//! #33 item 4 (part): an upstream's aggregated tool run as a durable task
+//! in mcpd's store. A 2026-07-28 client that declares the Tasks extension
+//! calls a stdio upstream's tool through `/mcp` and gets a task at once;
+//! `tasks/get` gives its status and then the upstream's result. With the
+//! upstream's `tasks = false`, the same call is a plain result.
+
+use std::time::Duration;
+
+use mcpd_gateway::Share;
+use mcpd_testkit::redis::TempDir;
+use serde_json::json;
+
+use crate::gateway::inner;
+use crate::server::TestServer;
+use crate::tasks::{get, ok, start, wait_for, with_t};
+
+/// Waits until the upstream's tools are in `/mcp`'s catalogue.
+async fn aggregated(c: &mcpd_testkit::McpClient, name: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let tools = ok(c, "tools/list", json!({}), json!({})).await;
+        if tools["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name))
+        {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{name} never listed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_tool_runs_as_a_task_in_mcpd_s_store() {
+    let dir = TempDir::new("gw-tasks");
+    let s = TestServer::start_configured({
+        let up = inner(&dir, "inner", Share::Shared);
+        move |c| c.upstream = vec![up]
+    });
+    let c = s.client();
+    aggregated(&c, "inner__countdown").await;
+    let created = start(
+        &c,
+        "inner__countdown",
+        json!({"steps": 3, "interval_ms": 100}),
+    )
+    .await;
+    assert_eq!(created["status"], "working", "{created}");
+    let id = created["taskId"].as_str().expect("a task id").to_owned();
+    let done = wait_for(&c, &id, "completed", Duration::from_secs(20)).await;
+    assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
+
+    // The upstream's question during a task is the task's input request,
+    // answered with tasks/update; the answer goes back to the upstream.
+    let created = start(&c, "inner__ask_user", json!({"question": "Region?"})).await;
+    let id = created["taskId"].as_str().expect("a task id").to_owned();
+    let t = wait_for(&c, &id, "input_required", Duration::from_secs(20)).await;
+    let (key, q) = t["inputRequests"]
+        .as_object()
+        .and_then(|q| q.iter().next())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .expect("one input request");
+    assert_eq!(q["method"], "elicitation/create", "{t}");
+    assert_eq!(q["params"]["message"], "Region?", "{t}");
+    ok(
+        &c,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"answer": "eu-west"}}}}),
+        with_t(),
+    )
+    .await;
+    let done = wait_for(&c, &id, "completed", Duration::from_secs(20)).await;
+    assert_eq!(done["result"]["content"][0]["text"], "eu-west", "{done}");
+    assert_eq!(get(&c, &id).await["status"], "completed");
+}
+
+#[tokio::test]
+async fn an_upstream_with_tasks_off_answers_a_declaring_client_plainly() {
+    let dir = TempDir::new("gw-tasks-off");
+    let s = TestServer::start_configured({
+        let mut up = inner(&dir, "inner", Share::Shared);
+        up.tasks = false;
+        move |c| c.upstream = vec![up]
+    });
+    let c = s.client();
+    aggregated(&c, "inner__echo").await;
+    let r = ok(
+        &c,
+        "tools/call",
+        json!({"name": "inner__echo", "arguments": {"message": "plain"}}),
+        with_t(),
+    )
+    .await;
+    assert_eq!(r["resultType"], "complete", "{r}");
+    assert_eq!(r["content"][0]["text"], "plain", "{r}");
+}
