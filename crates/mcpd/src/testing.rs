@@ -2,7 +2,7 @@
 //! tests — call tools, read resources, get prompts and answer the server's
 //! questions, with no HTTP, no port and no configuration.
 //!
-//! ```no_run
+//! ```
 //! use mcpd::prelude::*;
 //! use mcpd::testing::TestClient;
 //!
@@ -12,7 +12,8 @@
 //!     a + b
 //! }
 //!
-//! # async fn test() {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
 //! let client = TestClient::new(Server::new("calc", "1.0.0").tool(add()));
 //! let r = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
 //! assert_eq!(r.content, vec![Content::text("42")]);
