@@ -129,7 +129,7 @@ async fn examine(http: &Http, options: &Options) -> Report {
     };
     // The idle stream takes longest: it runs beside the rest, on its own session.
     let idle = streams::idle(http, &version, Duration::from_secs(options.idle_secs));
-    let rest = session_checks(&session);
+    let rest = session_checks(&session, options);
     let (idle, rest) = tokio::join!(idle, rest);
     session.close().await;
     report.push(idle);
@@ -137,23 +137,24 @@ async fn examine(http: &Http, options: &Options) -> Report {
     finish(report, "not reached")
 }
 
-/// Progress timing and resumption (with the demo `countdown` tool), then
-/// the session over new connections.
-async fn session_checks(session: &client::Mcp<'_>) -> Vec<Finding> {
+/// Progress timing and resumption (with the demo `countdown` tool, or the
+/// one `--stream-tool` names), then the session over new connections.
+async fn session_checks(session: &client::Mcp<'_>, options: &Options) -> Vec<Finding> {
     let mut found = Vec::new();
-    match streams::has_countdown(session).await {
-        Ok(true) => {
-            found.push(streams::unbuffered(session).await);
-            found.push(streams::resume(session).await);
+    let named = options.stream_tool.as_deref();
+    match streams::stream_tool(session, named, options.stream_args.as_deref()).await {
+        Ok(Some(tool)) => {
+            found.push(streams::unbuffered(session, &tool).await);
+            found.push(streams::resume(session, &tool).await);
         }
-        Ok(false) => {
-            let why = "the server has no countdown tool (mcpd's demo tool set): progress and resumption not checked";
+        Ok(None) => {
+            let why = "the server has no countdown tool (mcpd's demo tool set): progress and resumption not checked; pass --stream-tool NAME (and --stream-args JSON) naming a tool that reports progress for a few seconds, e.g. an upstream's behind a gateway-only mcpd";
             found.push(Finding::skip("sse.unbuffered", why));
             found.push(Finding::skip("sse.resume", why));
         }
         Err(e) => {
-            let why = format!("tools/list failed: {e}");
-            found.push(Finding::skip("sse.unbuffered", &why));
+            let why = format!("no tool for the stream checks: {e}");
+            found.push(Finding::fail("sse.unbuffered", &why, "name a listed tool"));
             found.push(Finding::skip("sse.resume", why));
         }
     }

@@ -36,4 +36,13 @@ pub struct Options {
     /// Accept a certificate that does not verify (reported as a warning).
     #[arg(long)]
     pub insecure: bool,
+    /// The tool that checks SSE buffering and resumption, when the server
+    /// has no `countdown` (mcpd's demo set), e.g. a gateway-only mcpd's
+    /// `everything__longRunningOperation`: one that reports progress for a
+    /// few seconds before its result.
+    #[arg(long, value_name = "NAME")]
+    pub stream_tool: Option<String>,
+    /// The arguments of --stream-tool, as a JSON object.
+    #[arg(long, value_name = "JSON", requires = "stream_tool")]
+    pub stream_args: Option<String>,
 }

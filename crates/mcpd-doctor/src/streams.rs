@@ -33,9 +33,57 @@ const HINT_BEFORE_CLOSE: Duration = Duration::from_secs(1);
 /// A stream idle this long without a keep-alive is worth a warning.
 const KEEP_ALIVE_EXPECTED_SECS: u64 = 30;
 
-/// Whether the server lists mcpd's demo `countdown` tool (with its
-/// arguments), or why that could not be found out.
-pub async fn has_countdown(mcp: &Mcp<'_>) -> Result<bool, String> {
+/// The tool the stream checks call: mcpd's demo `countdown`, or the one
+/// `--stream-tool` names.
+pub struct StreamTool {
+    name: String,
+    /// `None`: the countdown's, chosen per check.
+    args: Option<JsonObject>,
+}
+
+impl StreamTool {
+    /// A call with a progress token: the countdown with `steps` every
+    /// `interval_ms`, or the named tool with its own arguments.
+    fn call(&self, mcp: &Mcp<'_>, steps: u64, interval_ms: u64) -> Request {
+        let args = match &self.args {
+            Some(a) => a.clone(),
+            None => json!({"steps": steps, "interval_ms": interval_ms})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let call = CallToolParams {
+            name: self.name.clone(),
+            arguments: Some(args),
+        };
+        let mut params = match serde_json::to_value(call) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => JsonObject::new(),
+        };
+        params.insert("_meta".into(), json!({"progressToken": "mcpd-doctor"}));
+        mcp.request(methods::TOOLS_CALL, params)
+    }
+
+    fn is_countdown(&self) -> bool {
+        self.args.is_none()
+    }
+}
+
+/// The tool for the stream checks: `named` (with `args`, a JSON object)
+/// when it is listed, else mcpd's demo `countdown` when listed (with its
+/// arguments); `None` when neither; `Err` when the list or `args` fail.
+pub async fn stream_tool(
+    mcp: &Mcp<'_>,
+    named: Option<&str>,
+    args: Option<&str>,
+) -> Result<Option<StreamTool>, String> {
+    let args = match args {
+        None => JsonObject::new(),
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => return Err(format!("--stream-args {text:?} is not a JSON object")),
+        },
+    };
     let mut cursor: Option<String> = None;
     for _ in 0..20 {
         let mut params = JsonObject::new();
@@ -56,54 +104,58 @@ pub async fn has_countdown(mcp: &Mcp<'_>) -> Result<bool, String> {
                 ))
             }
         };
-        let found = list.tools.iter().any(|t| {
-            let props = t.input_schema.get("properties");
-            t.name == "countdown"
-                && props.is_some_and(|p| p.get("steps").is_some() && p.get("interval_ms").is_some())
+        let found = list.tools.iter().find_map(|t| match named {
+            Some(n) if t.name == n => Some(StreamTool {
+                name: n.to_owned(),
+                args: Some(args.clone()),
+            }),
+            Some(_) => None,
+            None => {
+                let props = t.input_schema.get("properties");
+                let countdown = t.name == "countdown"
+                    && props.is_some_and(|p| {
+                        p.get("steps").is_some() && p.get("interval_ms").is_some()
+                    });
+                countdown.then(|| StreamTool {
+                    name: "countdown".into(),
+                    args: None,
+                })
+            }
         });
-        if found {
-            return Ok(true);
+        if found.is_some() {
+            return Ok(found);
         }
         match list.next_cursor {
             Some(c) => cursor = Some(c),
-            None => return Ok(false),
+            None => break,
         }
     }
-    Ok(false)
-}
-
-/// A `countdown` call with a progress token.
-fn countdown(mcp: &Mcp<'_>, steps: u64, interval_ms: u64) -> Request {
-    let args = json!({"steps": steps, "interval_ms": interval_ms});
-    let call = CallToolParams {
-        name: "countdown".into(),
-        arguments: args.as_object().cloned(),
-    };
-    let mut params = match serde_json::to_value(call) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => JsonObject::new(),
-    };
-    params.insert("_meta".into(), json!({"progressToken": "mcpd-doctor"}));
-    mcp.request(methods::TOOLS_CALL, params)
+    match named {
+        Some(n) => Err(format!("--stream-tool {n:?} is not in tools/list")),
+        None => Ok(None),
+    }
 }
 
 /// `sse.unbuffered`: when the first progress and the result arrive.
-pub async fn unbuffered(mcp: &Mcp<'_>) -> Finding {
+pub async fn unbuffered(mcp: &Mcp<'_>, tool: &StreamTool) -> Finding {
     const ID: &str = "sse.unbuffered";
+    let name = &tool.name;
     let nominal = Duration::from_millis((STEPS - 1) * INTERVAL_MS);
-    let wait = Duration::from_millis(STEPS * INTERVAL_MS) + mcp.http.timeout;
+    // A tool of the operator's runs as long as it runs.
+    let wait = match tool.is_countdown() {
+        true => Duration::from_millis(STEPS * INTERVAL_MS) + mcp.http.timeout,
+        false => Duration::from_secs(60) + mcp.http.timeout,
+    };
     let reply = match mcp
-        .call_within(Conn::Pooled, countdown(mcp, STEPS, INTERVAL_MS), wait)
+        .call_within(Conn::Pooled, tool.call(mcp, STEPS, INTERVAL_MS), wait)
         .await
     {
         Ok(r) => r,
-        Err(e) => {
-            return Finding::fail(ID, format!("tools/call countdown: {e:#}"), "see reachable")
-        }
+        Err(e) => return Finding::fail(ID, format!("tools/call {name}: {e:#}"), "see reachable"),
     };
     if !reply.status.is_success() {
         let m = format!(
-            "tools/call countdown answered {}: {}",
+            "tools/call {name} answered {}: {}",
             reply.status.as_u16(),
             reply.said()
         );
@@ -118,10 +170,7 @@ pub async fn unbuffered(mcp: &Mcp<'_>) -> Finding {
         _ => None,
     });
     let (Some(result_at), Ending::Response) = (result_at, reply.ending) else {
-        let m = format!(
-            "no result to tools/call countdown within {} s",
-            wait.as_secs()
-        );
+        let m = format!("no result to tools/call {name} within {} s", wait.as_secs());
         return Finding::fail(
             ID,
             m,
@@ -293,27 +342,28 @@ async fn hold(mcp: &Mcp<'_>, idle: Duration) -> Finding {
     f.with("held_secs", held).with("keep_alives", keep_alives)
 }
 
-/// `sse.resume`: a `countdown` answer dropped after its first event, then
-/// resumed with `GET` + `Last-Event-ID`.
-pub async fn resume(mcp: &Mcp<'_>) -> Finding {
+/// `sse.resume`: the stream tool's answer dropped after its first event,
+/// then resumed with `GET` + `Last-Event-ID`.
+pub async fn resume(mcp: &Mcp<'_>, tool: &StreamTool) -> Finding {
     const ID: &str = "sse.resume";
     if let Era::Stateless = mcp.era {
         return Finding::skip(ID, "2026-07-28 has no resumption");
     }
-    let request = countdown(mcp, 2, 1000);
+    let name = &tool.name;
+    let request = tool.call(mcp, 2, 1000);
     let id = request.id.clone();
     let post = mcp.post(Conn::Pooled, &Message::Request(request));
     let resp = match send(post, mcp.http.timeout).await {
         Ok(r) => r,
         Err(e) => {
-            let m = format!("tools/call countdown: {e:#}");
+            let m = format!("tools/call {name}: {e:#}");
             return Finding::fail(ID, m, "see reachable");
         }
     };
     if !is_sse(resp.headers()) {
         return Finding::skip(
             ID,
-            "the countdown was answered as plain JSON: no stream to resume",
+            format!("{name} was answered as plain JSON: no stream to resume"),
         );
     }
     let mut reader = SseReader::new(resp);

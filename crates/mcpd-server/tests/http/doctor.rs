@@ -360,3 +360,56 @@ fn through_another_way_in_the_public_resource_is_compared() {
     assert_finding(&r, "auth.authorization-server", "pass", &[]);
     assert_finding(&r, "auth.token", "skip", &["no --token given"]);
 }
+
+/// #33 item 5: a gateway-only mcpd (no tool set of its own, one stdio
+/// upstream). Without `--stream-tool` the stream checks say how to run
+/// them; with the upstream's countdown named, buffering and resumption are
+/// checked through the gateway (resumption from mcpd's own event log).
+#[tokio::test]
+async fn a_gateway_only_deployment_is_checked_with_stream_tool() {
+    use mcpd::toolsets::Toolset;
+    let mut up =
+        mcpd_gateway::UpstreamConfig::stdio("inner", env!("CARGO_BIN_EXE_mcpd"), &["--stdio"]);
+    up.env.insert("MCPD_LOG_LEVEL".into(), "warn".into());
+    let s = TestServer::start_configured(move |c| {
+        c.server.toolset = Toolset::None;
+        c.upstream = vec![up];
+    });
+    // The aggregated catalogue loads first.
+    let root = s.url.trim_end_matches("/mcp").to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let ready = reqwest::get(format!("{root}/readyz")).await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (_, r) = doctor(&s.url, &["--idle-secs", "1"]);
+    assert_finding(&r, "sse.unbuffered", "skip", &["--stream-tool"]);
+    assert_finding(&r, "sse.resume", "skip", &["--stream-tool"]);
+
+    let args = r#"{"steps": 3, "interval_ms": 1500}"#;
+    let (_, r) = doctor(
+        &s.url,
+        &[
+            "--idle-secs",
+            "1",
+            "--stream-tool",
+            "inner__countdown",
+            "--stream-args",
+            args,
+        ],
+    );
+    assert_finding(&r, "sse.unbuffered", "pass", &["SSE is not buffered"]);
+    assert_finding(&r, "sse.resume", "pass", &["resumed after the first event"]);
+
+    let (_, r) = doctor(&s.url, &["--idle-secs", "1", "--stream-tool", "nope"]);
+    assert_finding(
+        &r,
+        "sse.unbuffered",
+        "fail",
+        &["\"nope\" is not in tools/list"],
+    );
+}
