@@ -226,6 +226,8 @@ where
             input_schema: schema_for::<A>(),
             output_schema: None,
             annotations: None,
+            icons: None,
+            meta: None,
         },
         task: TaskPolicy::FORBIDDEN,
         f,

@@ -53,6 +53,13 @@ pub struct Tool {
     /// Hints about its behaviour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// Icons a client may show for it (2025-11-25+), kept as given: an
+    /// upstream's reach the gateway's clients unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Value>>,
+    /// Its `_meta`, kept as given.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
 }
 
 impl Tool {
@@ -61,6 +68,9 @@ impl Tool {
         if v < ProtocolVersion::V2025_06_18 {
             self.title = None;
             self.output_schema = None;
+        }
+        if v < ProtocolVersion::V2025_11_25 {
+            self.icons = None;
         }
         self
     }
@@ -146,6 +156,22 @@ impl CallToolResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A tool read from an upstream is written out with what it carried:
+    /// its icons and `_meta` too (the gateway lists it to its clients).
+    #[test]
+    fn icons_and_meta_survive_a_round_trip_and_older_clients_lose_icons() {
+        let wire = json!({
+            "name": "search",
+            "inputSchema": {"type": "object"},
+            "icons": [{"src": "https://example.com/s.png", "mimeType": "image/png"}],
+            "_meta": {"example.com/owner": "search-team"}
+        });
+        let tool: Tool = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&tool).unwrap(), wire);
+        let old = tool.for_version(ProtocolVersion::V2025_06_18);
+        assert!(old.icons.is_none() && old.meta.is_some());
+    }
 
     #[test]
     fn older_clients_do_not_see_newer_fields() {

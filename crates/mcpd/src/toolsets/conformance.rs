@@ -37,6 +37,8 @@ pub(super) fn def(name: &str, description: &str, schema: Value) -> ToolDef {
         input_schema: obj(schema),
         output_schema: None,
         annotations: None,
+        icons: None,
+        meta: None,
     }
 }
 
