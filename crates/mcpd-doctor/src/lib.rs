@@ -152,9 +152,16 @@ async fn session_checks(session: &client::Mcp<'_>, options: &Options) -> Vec<Fin
             found.push(Finding::skip("sse.unbuffered", why));
             found.push(Finding::skip("sse.resume", why));
         }
-        Err(e) => {
+        // Asked for by name: not finding it is a failure.
+        Err(e) if named.is_some() => {
             let why = format!("no tool for the stream checks: {e}");
-            found.push(Finding::fail("sse.unbuffered", &why, "name a listed tool"));
+            let fix = "pass --stream-tool a tool tools/list lists, and --stream-args a JSON object";
+            found.push(Finding::fail("sse.unbuffered", &why, fix));
+            found.push(Finding::skip("sse.resume", why));
+        }
+        Err(e) => {
+            let why = format!("tools/list failed: {e}");
+            found.push(Finding::skip("sse.unbuffered", &why));
             found.push(Finding::skip("sse.resume", why));
         }
     }

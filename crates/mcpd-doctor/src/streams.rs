@@ -200,9 +200,12 @@ pub async fn unbuffered(mcp: &Mcp<'_>, tool: &StreamTool) -> Finding {
         Finding::fail(
             ID,
             format!(
-                "the first progress arrived only {:.1} s before the result (expected ~{:.0} s; it came at {:.1} s, {} messages at once): something on the way buffers SSE",
+                "the first progress arrived only {:.1} s before the result ({}it came at {:.1} s, {} messages at once): something on the way buffers SSE, or {name} reports progress only at its end",
                 lead.as_secs_f64(),
-                nominal.as_secs_f64(),
+                match tool.is_countdown() {
+                    true => format!("expected ~{:.0} s; ", nominal.as_secs_f64()),
+                    false => String::new(),
+                },
                 progress_at.as_secs_f64(),
                 reply.messages.len()
             ),

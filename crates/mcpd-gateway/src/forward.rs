@@ -52,7 +52,11 @@ impl Upstream {
         let sinks: Arc<RwLock<Vec<EventSink>>> = Arc::default();
         let health = Arc::new(Health::new(&cfg, &metrics));
         let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks), health.clone(), true).start();
-        let pool = (cfg.share == Share::Shared && cfg.url.is_empty())
+        // Every stdio upstream's shared connection: with `share =
+        // "session"` it still serves the calls of no session.
+        let pool = cfg
+            .url
+            .is_empty()
             .then(|| Pool::new(shared.clone(), cfg.pool_size));
         Arc::new(Self {
             cfg,
@@ -146,8 +150,9 @@ impl Upstream {
     ) -> Result<Value, ErrorObject> {
         let session = ctx.as_ref().and_then(|c| c.session_id().map(str::to_owned));
         let may_ask = Method::parse(method).is_some_and(|m| m.info().may_ask);
-        let lease = match &self.pool {
-            Some(pool) if may_ask => Some(
+        let pooled = self.cfg.share == Share::Shared || session.is_none();
+        let mut lease = match &self.pool {
+            Some(pool) if may_ask && pooled => Some(
                 pool.lease(&self.cfg.id, || {
                     let sink = self.quiet_sink();
                     UpstreamActor::new(self.cfg.clone(), sink, self.health.clone(), false).start()
@@ -174,6 +179,10 @@ impl Upstream {
         )
         .instrument(span.clone())
         .await;
+        let timed_out = matches!(&answer, Err(e) if e.code == ErrorCode::REQUEST_TIMEOUT);
+        if let (Some(lease), false) = (lease.as_mut(), timed_out) {
+            lease.answered();
+        }
         let error_type = trace::error_type(&answer);
         trace::record(&span, &answer, error_type.as_deref());
         self.metrics

@@ -59,11 +59,30 @@ impl Link {
         }
     }
 
+    /// The 2026-07-28 link, when this is one (or `auto` found it).
+    fn modern(&self) -> Option<&Arc<stateless::StatelessLink>> {
+        match self {
+            Self::Stateless(s) => Some(s),
+            Self::Http(h) => h.modern(),
+            Self::Stdio(_) => None,
+        }
+    }
+
     /// The handshake completed: a remote server may now stream to us
     /// unasked (a child always can).
     pub fn connected(&self) {
         if let Self::Http(h) = self {
             actix::spawn(h.clone().listen());
+        }
+    }
+}
+
+impl Drop for Link {
+    /// The calls of a 2026-07-28 link end with it (their streams closed):
+    /// its tasks would otherwise hold them open for the upstream's time.
+    fn drop(&mut self) {
+        if let Some(s) = self.modern() {
+            s.close();
         }
     }
 }

@@ -3,11 +3,13 @@
 //! request, so mcpd can relay it only if the child has one call in flight
 //! that may ask. The pool keeps that true: each call whose method may ask
 //! runs on a child with no other such call in flight, starting another
-//! child when all are busy, up to `pool_size`. Lists, reads and the
-//! catalogue stay on the first child, so a server used one call at a time
-//! never sees a second process. At the bound a call waits for a child to
-//! free up (at most [`WAIT`]), then is refused with `-32005` and a retry
-//! hint. A child other than the first ends after [`IDLE`] unused.
+//! child when all are busy, up to `pool_size`. Calls that cannot ask
+//! (lists, `completion/complete`, …) stay on the first child, so a server
+//! used one call at a time never sees a second process. At the bound a
+//! call waits for a child to free up (at most [`WAIT`]), then is refused
+//! with `-32005` and a retry hint. A child other than the first is stopped
+//! when a lease finds it unused for [`IDLE`], or at once when its call was
+//! abandoned (the upstream may still be running it).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -44,6 +46,19 @@ pub(crate) struct Lease<'a> {
     pool: &'a Pool,
     key: u64,
     pub(crate) addr: Addr<UpstreamActor>,
+    /// The upstream answered the call. Otherwise (cancelled, timed out)
+    /// it may still be running it, and a question it asks later could be
+    /// taken for the next call's: a child other than the first is stopped
+    /// instead of reused (the first one's routing keeps such a question
+    /// from reaching anyone: `Waiting::Abandoned`).
+    answered: bool,
+}
+
+impl Lease<'_> {
+    /// The upstream answered the call (a result or an error of its own).
+    pub(crate) fn answered(&mut self) {
+        self.answered = true;
+    }
 }
 
 impl Pool {
@@ -126,6 +141,7 @@ impl Pool {
             pool: self,
             key,
             addr,
+            answered: false,
         }
     }
 
@@ -142,7 +158,16 @@ impl Pool {
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         let mut guard = self.pool.members.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = guard.1.iter_mut().find(|m| m.key == self.key) {
+        let members = &mut guard.1;
+        if !self.answered && self.key != 0 {
+            members.retain(|m| {
+                let ends = m.key == self.key;
+                if ends {
+                    m.addr.do_send(Stop);
+                }
+                !ends
+            });
+        } else if let Some(m) = members.iter_mut().find(|m| m.key == self.key) {
             m.asking = false;
             m.free_since = Instant::now();
         }

@@ -35,6 +35,11 @@ pub struct Endpoint {
 /// `config`, and starts background tasks (and the gateway's upstreams).
 /// Must be called inside an actix system.
 pub fn build(config: &Config, extend: impl FnOnce(&Registry)) -> std::io::Result<Endpoint> {
+    // A `Config` built by hand has not been through loading's checks: a
+    // setting this build cannot serve is refused, never ignored.
+    config
+        .check_features()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     build_on(config, Stores::open(config)?, extend)
 }
 

@@ -154,6 +154,52 @@ impl Config {
         shape
     }
 
+    /// Each setting that needs a Cargo feature this build lacks, refused
+    /// by name. Loading checks it (in [`Config::validate`]'s order); a
+    /// server started from a `Config` built by hand checks it here.
+    pub(crate) fn check_features(&self) -> Result<(), ConfigError> {
+        use error::needs_feature;
+        let missing = [
+            (
+                cfg!(feature = "redis"),
+                self.store.backend == StoreBackend::Redis,
+                "store.backend",
+                "redis",
+            ),
+            (
+                cfg!(feature = "auth"),
+                self.auth.enabled,
+                "auth.enabled",
+                "auth",
+            ),
+            (
+                cfg!(feature = "tls"),
+                self.tls.enabled(),
+                "tls.cert_file",
+                "tls",
+            ),
+            (
+                cfg!(feature = "gateway"),
+                !self.upstream.is_empty(),
+                "upstream",
+                "gateway",
+            ),
+            (
+                cfg!(feature = "skills"),
+                !self.skills.dir.is_empty(),
+                "skills.dir",
+                "skills",
+            ),
+        ];
+        match missing
+            .iter()
+            .find(|(built, wanted, ..)| *wanted && !*built)
+        {
+            Some((_, _, key, feature)) => Err(needs_feature(key, feature)),
+            None => Ok(()),
+        }
+    }
+
     /// What types alone cannot check. The order decides which key a file
     /// with several mistakes is told about first.
     fn validate(&self) -> Result<(), ConfigError> {

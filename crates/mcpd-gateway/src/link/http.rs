@@ -80,6 +80,12 @@ impl HttpLink {
         b
     }
 
+    /// The 2026-07-28 link, once the upstream answered `server/discover`
+    /// as a server of that revision (`protocol = "auto"`).
+    pub fn modern(&self) -> Option<&Arc<StatelessLink>> {
+        self.modern.as_ref().filter(|_| self.is_modern())
+    }
+
     /// Whether the upstream answered `server/discover` as a 2026-07-28
     /// server (`protocol = "auto"`).
     fn is_modern(&self) -> bool {
@@ -96,10 +102,18 @@ impl HttpLink {
         if let Some(modern) = &self.modern {
             if is_init {
                 match modern.discover().await {
-                    Ok(_) => {
+                    Ok(init) => {
                         self.speaks_modern
                             .store(true, std::sync::atomic::Ordering::Release);
                         tracing::info!(upstream = %self.reporter.upstream, "the upstream speaks 2026-07-28");
+                        if let Some(id) = request_id {
+                            let answer = Message::Response(Response {
+                                id,
+                                outcome: Ok(init),
+                            });
+                            self.reporter.post(vec![answer], None);
+                        }
+                        return;
                     }
                     Err(Discovery::Unreachable(why)) => return self.reporter.down(why),
                     Err(Discovery::NotModern(why)) => {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
-use futures_util::future::{AbortHandle, Abortable};
+use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
 use futures_util::StreamExt;
 use mcpd_protocol::jsonrpc::{Message, Notification, Request, Response};
 use mcpd_protocol::sse::Decoder;
@@ -42,6 +42,17 @@ struct Round {
     open: usize,
     /// Rounds sent so far.
     sent: u32,
+}
+
+impl Calls {
+    /// Call `id` ends here: its stream closes, its questions go.
+    fn forget(&mut self, id: u64) {
+        if let Some(h) = self.streams.remove(&id) {
+            h.abort();
+        }
+        self.waiting.remove(&id);
+        self.questions.retain(|_, (call, _)| *call != id);
+    }
 }
 
 #[derive(Default)]
@@ -87,6 +98,17 @@ impl StatelessLink {
             reporter,
             calls: Mutex::default(),
         })
+    }
+
+    /// The link is dropped (its actor stopped or reconnected): every call
+    /// in flight on it ends, its response stream closed.
+    pub fn close(&self) {
+        let mut calls = self.calls();
+        for (_, h) in calls.streams.drain() {
+            h.abort();
+        }
+        calls.waiting.clear();
+        calls.questions.clear();
     }
 
     fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
@@ -169,6 +191,7 @@ impl StatelessLink {
                         open: 0,
                         sent: 0,
                     },
+                    None,
                 )
                 .await
             }
@@ -189,24 +212,27 @@ impl StatelessLink {
             .and_then(Value::as_u64);
         let mut calls = self.calls();
         if let Some(id) = id {
-            if let Some(h) = calls.streams.remove(&id) {
-                h.abort();
-            }
-            calls.waiting.remove(&id);
+            calls.forget(id);
         }
     }
 
+    /// Registers call `id`'s next response stream, so that a cancellation
+    /// from now on closes it.
+    fn register(&self, id: u64) -> AbortRegistration {
+        let (abort, registration) = AbortHandle::new_pair();
+        self.calls().streams.insert(id, abort);
+        registration
+    }
+
     /// Sends one round of call `id` and reports what comes back.
-    async fn round(self: &Arc<Self>, id: u64, mut round: Round) {
+    async fn round(
+        self: &Arc<Self>,
+        id: u64,
+        mut round: Round,
+        registration: Option<AbortRegistration>,
+    ) {
+        let registration = registration.unwrap_or_else(|| self.register(id));
         round.sent += 1;
-        if round.sent > MAX_ROUNDS {
-            return self.answer(
-                id,
-                Err(self.failed(format!(
-                    "asked for input more than {MAX_ROUNDS} times in one call"
-                ))),
-            );
-        }
         let mut params = round.params.clone().unwrap_or_default();
         let meta = params
             .entry("_meta")
@@ -227,8 +253,6 @@ impl StatelessLink {
         let wire_id = format!("mcpd-{id}-{}", round.sent);
         let body =
             json!({"jsonrpc": "2.0", "id": wire_id, "method": round.method, "params": params});
-        let (abort, registration) = AbortHandle::new_pair();
-        self.calls().streams.insert(id, abort);
         let exchange = Abortable::new(
             self.exchange(id, &round.method, &params, &body),
             registration,
@@ -302,47 +326,55 @@ impl StatelessLink {
     /// The upstream needs input: each question goes to the actor as a
     /// request of its own on the call's stream.
     fn ask(self: &Arc<Self>, id: u64, mut round: Round, result: Value) {
+        if round.sent >= MAX_ROUNDS {
+            let why = format!("asked for input more than {MAX_ROUNDS} times in one call");
+            return self.answer(id, Err(self.failed(why)));
+        }
         let inputs = result
             .get("inputRequests")
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        round.state = result.get("requestState").cloned();
-        round.answers = JsonObject::new();
-        round.open = inputs.len();
-        let mut questions = Vec::new();
-        {
-            let mut calls = self.calls();
-            for (key, ask) in inputs {
-                let (Some(method), params) = (
-                    ask.get("method").and_then(Value::as_str),
-                    ask.get("params").and_then(Value::as_object).cloned(),
-                ) else {
-                    calls.waiting.remove(&id);
-                    drop(calls);
-                    return self.answer(
-                        id,
-                        Err(self.failed(format!("input request {key:?} names no method"))),
-                    );
-                };
-                calls.next_question += 1;
-                let qid = format!("mcpd-input-{}", calls.next_question);
-                calls.questions.insert(qid.clone(), (id, key));
-                questions.push(Message::Request(Request::new(
-                    RequestId::Str(qid),
-                    method.to_owned(),
-                    params,
-                )));
-            }
-            if !questions.is_empty() {
-                calls.waiting.insert(id, round);
-                drop(calls);
-                return self.reporter.post(questions, Some(id));
+        // Every input request is checked before any is asked.
+        let mut asks = Vec::new();
+        for (key, ask) in inputs {
+            match ask.get("method").and_then(Value::as_str) {
+                Some(method) => {
+                    let params = ask.get("params").and_then(Value::as_object).cloned();
+                    asks.push((key, method.to_owned(), params));
+                }
+                None => {
+                    let why = format!("input request {key:?} names no method");
+                    return self.answer(id, Err(self.failed(why)));
+                }
             }
         }
-        // State alone (the upstream sheds load, say): sent again as is.
-        let this = self.clone();
-        actix::spawn(async move { this.round(id, round).await });
+        round.state = result.get("requestState").cloned();
+        round.answers = JsonObject::new();
+        round.open = asks.len();
+        if asks.is_empty() {
+            // State alone (the upstream sheds load, say): sent again as
+            // is, cancellable from now on.
+            let registration = self.register(id);
+            let this = self.clone();
+            actix::spawn(async move { this.round(id, round, Some(registration)).await });
+            return;
+        }
+        let mut questions = Vec::new();
+        let mut calls = self.calls();
+        for (key, method, params) in asks {
+            calls.next_question += 1;
+            let qid = format!("mcpd-input-{}", calls.next_question);
+            calls.questions.insert(qid.clone(), (id, key));
+            questions.push(Message::Request(Request::new(
+                RequestId::Str(qid),
+                method,
+                params,
+            )));
+        }
+        calls.waiting.insert(id, round);
+        drop(calls);
+        self.reporter.post(questions, Some(id));
     }
 
     /// The client's answer to one of the upstream's questions; the last of
@@ -365,7 +397,7 @@ impl StatelessLink {
                     round.open = round.open.saturating_sub(1);
                 }
                 Err(e) => {
-                    calls.waiting.remove(&id);
+                    calls.forget(id);
                     drop(calls);
                     return self.answer(id, Err(e));
                 }
@@ -376,7 +408,7 @@ impl StatelessLink {
             calls.waiting.remove(&id).map(|round| (id, round))
         };
         if let Some((id, round)) = next {
-            self.round(id, round).await;
+            self.round(id, round, None).await;
         }
     }
 

@@ -15,7 +15,7 @@ use super::health::Health;
 use super::lifecycle::Lifecycle;
 use super::messages::{connect_failed, Abandon, Call, EventSink, Handshake, Stop, Transmit};
 use super::routing::Routes;
-use crate::config::UpstreamConfig;
+use crate::config::{Share, UpstreamConfig};
 use crate::link::{Link, LinkEvent, Report};
 
 pub struct UpstreamActor {
@@ -45,7 +45,9 @@ impl UpstreamActor {
         health: Arc<Health>,
         shared: bool,
     ) -> Self {
-        let routes = Routes::new(cfg.share);
+        // The shared connection serves calls of no session (2026-07-28,
+        // tasks) even with `share = "session"`: the shared rule applies.
+        let routes = Routes::new(if shared { Share::Shared } else { cfg.share });
         Self {
             cfg,
             events,
@@ -102,7 +104,7 @@ impl Handler<Abandon> for UpstreamActor {
     type Result = ();
 
     fn handle(&mut self, msg: Abandon, _ctx: &mut Context<Self>) {
-        if self.routes.abandon(msg.id) {
+        if self.routes.abandon(msg.id, self.cfg.request_timeout()) {
             let params = CancelledParams {
                 request_id: RequestId::Int(msg.id as i64),
                 reason: Some(msg.reason),

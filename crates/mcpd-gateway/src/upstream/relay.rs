@@ -40,6 +40,7 @@ impl UpstreamActor {
             Some(Waiting::Call { reply, .. }) => {
                 let _ = reply.send(r.outcome);
             }
+            Some(Waiting::Abandoned { .. }) => {} // its caller is gone
         }
     }
 

@@ -30,6 +30,14 @@ pub(super) enum Waiting {
         /// Its method may ask the client something (`tools/call`, …).
         may_ask: bool,
     },
+    /// A call that may ask, abandoned by its caller (cancelled, timed out)
+    /// but not yet answered: the upstream may still be running it, and a
+    /// question it asks belongs to no client. Kept until its answer, the
+    /// link's end or `until`, so that such a question is never taken for
+    /// another call's.
+    Abandoned {
+        until: std::time::Instant,
+    },
 }
 
 pub(super) struct Routes {
@@ -183,12 +191,25 @@ impl Routes {
         }
     }
 
-    /// Forgets `id`; true when it was sent upstream (so the upstream should
-    /// hear it was cancelled).
-    pub(super) fn abandon(&mut self, id: u64) -> bool {
+    /// Forgets `id`'s caller; true when it was sent upstream (so the
+    /// upstream should hear it was cancelled). A call that may ask stays
+    /// [`Waiting::Abandoned`] for `linger` (the upstream's request
+    /// timeout) unless answered first.
+    pub(super) fn abandon(&mut self, id: u64, linger: std::time::Duration) -> bool {
         self.queued.retain(|(q, _)| *q != id);
         self.resent.remove(&id);
-        self.pending.remove(&id).is_some()
+        let now = std::time::Instant::now();
+        self.pending
+            .retain(|_, w| !matches!(w, Waiting::Abandoned { until } if *until <= now));
+        match self.pending.remove(&id) {
+            Some(Waiting::Call { may_ask: true, .. }) => {
+                let until = now + linger;
+                self.pending.insert(id, Waiting::Abandoned { until });
+                true
+            }
+            Some(_) => true,
+            None => false,
+        }
     }
 
     /// The link is lost: calls it carried fail with `sent`; calls and
@@ -214,10 +235,13 @@ impl Routes {
     /// shared one, only when exactly one call is in flight (otherwise it
     /// could reach the wrong client).
     pub(super) fn owner(&self, related: Option<u64>) -> Option<RequestContext> {
-        // A message on a request's own response stream is that request's.
-        if let Some(Waiting::Call { ctx: Some(c), .. }) = related.and_then(|r| self.pending.get(&r))
-        {
-            return Some(c.clone());
+        // A message on a request's own response stream is that request's,
+        // and no one else's once it is gone.
+        if let Some(r) = related {
+            return match self.pending.get(&r) {
+                Some(Waiting::Call { ctx: Some(c), .. }) => Some(c.clone()),
+                _ => None,
+            };
         }
         let mut calls = self.pending.iter().filter_map(|(id, w)| match w {
             Waiting::Call { ctx: Some(c), .. } => Some((*id, c)),
@@ -240,17 +264,19 @@ impl Routes {
         if related.is_some() || self.share == Share::Session {
             return self.owner(related);
         }
+        let now = std::time::Instant::now();
+        // An abandoned call the upstream may still run could be the one
+        // asking: then no call is surely the asker.
         let mut asking = self.pending.values().filter_map(|w| match w {
             Waiting::Call {
-                ctx: Some(c),
-                may_ask: true,
-                ..
-            } => Some(c),
+                ctx, may_ask: true, ..
+            } => Some(ctx.as_ref()),
+            Waiting::Abandoned { until } if *until > now => Some(None),
             _ => None,
         });
         match (asking.next(), asking.next()) {
-            (Some(c), None) => Some(c.clone()),
-            (Some(_), Some(_)) => None,
+            (Some(Some(c)), None) => Some(c.clone()),
+            (Some(_), _) => None,
             (None, _) => self.owner(None),
         }
     }
@@ -366,7 +392,7 @@ mod tests {
         assert!(r.owner(None).is_none());
         // On a request's own response stream, that request's client.
         assert_eq!(r.owner(Some(b)).unwrap().request_id(), &RequestId::Int(20));
-        assert!(r.abandon(b) && !r.abandon(b));
+        assert!(r.abandon(b, Duration::ZERO) && !r.abandon(b, Duration::ZERO));
         assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(10));
     }
 
@@ -392,6 +418,26 @@ mod tests {
         r.start_call(c, ask(3));
         assert!(r.asker(None).is_none(), "two calls that may ask: ambiguous");
         assert_eq!(r.asker(Some(c)).unwrap().request_id(), &RequestId::Int(3));
+    }
+
+    #[test]
+    fn an_abandoned_call_s_question_reaches_no_one() {
+        let mut r = Routes::new(Share::Shared);
+        let a = r.next_id();
+        r.start_call(a, call(Some(ctx(1, false)), json!({})));
+        assert!(r.abandon(a, Duration::from_secs(60)));
+        let b = r.next_id();
+        r.start_call(b, call(Some(ctx(2, false)), json!({})));
+        // The upstream may still run A: a question is not surely B's.
+        assert!(r.asker(None).is_none());
+        // Nor does a message on A's own stream go to B.
+        assert!(r.asker(Some(a)).is_none() && r.owner(Some(a)).is_none());
+        // A's late answer clears it; then the question is B's.
+        assert!(matches!(
+            r.answered(&RequestId::Int(a as i64)),
+            Some(Waiting::Abandoned { .. })
+        ));
+        assert_eq!(r.asker(None).unwrap().request_id(), &RequestId::Int(2));
     }
 
     #[test]
