@@ -135,9 +135,15 @@ impl Streams {
     }
 
     /// Closes the client's connection to `stream` with a `retry` hint,
-    /// without ending the stream (2025-11-25 polling; no-op before).
+    /// without ending the stream (2025-11-25 polling; no-op before). A
+    /// connection stream (stdio, HTTP+SSE) carries every request of its
+    /// session and cannot be resumed: it is never released.
     pub fn release(&mut self, stream: &StreamId) {
-        if !self.cfg.version.has_sse_polling() || !self.upgrade(stream) {
+        let connection = self
+            .map
+            .get(stream)
+            .is_some_and(|st| st.kind == Kind::Connection);
+        if connection || !self.cfg.version.has_sse_polling() || !self.upgrade(stream) {
             return;
         }
         self.outbox.push(Out::Release {

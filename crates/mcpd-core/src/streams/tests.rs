@@ -353,6 +353,24 @@ fn a_connection_stream_carries_every_request_and_outlives_them() {
     assert!(!ended, "a connection stream ends only with the session");
 }
 
+/// A tool that releases its connection (SEP-1699 polling) over stdio
+/// would otherwise cut the session's only connection: nothing more would
+/// reach the client.
+#[test]
+fn a_connection_stream_is_never_released() {
+    let mut s = latest();
+    let mut out = s.open_connection();
+    let stream = s.attach_to_connection(2).unwrap();
+    s.release(&stream);
+    s.request_ended(&stream, Some(response(2)));
+    let mut next = 1;
+    append(&mut s, &mut next);
+    let (items, ended) = drain(&mut out);
+    assert!(!ended, "the connection stays open");
+    assert!(!items.contains(&StreamItem::Retry(1000)), "{items:?}");
+    assert_eq!(items.len(), 1, "the answer arrives: {items:?}");
+}
+
 #[test]
 fn without_a_connection_stream_requests_are_not_attached() {
     let mut s = old();
