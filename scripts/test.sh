@@ -107,6 +107,19 @@ if start_mcpd conformance-server --toolset conformance; then
   run_conformance skills CONFORMANCE_LINE=0.2 CONFORMANCE_SCENARIOS="sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest"
 else count 0 1; fi
 
+# --- the same suite through mcpd as a gateway (pass-through to a fixture upstream) ---
+# 2025-11-25 to a stdio upstream, 2026-07-28 to an HTTP one spoken to in
+# 2026-07-28; each excludes its known gaps (tests/conformance/NOTES.md).
+say "conformance through the gateway (an upstream of each era behind /mcp/fx)"
+bash "$ROOT/tests/conformance/gateway.sh" "$BIN_DIR/mcpd" "$LOGDIR/conformance-gateway" \
+  2>"$LOGDIR/conformance-gateway.err" | tee "$LOGDIR/conformance-gateway.log"
+for label in gateway-session gateway-stateless; do
+  line=$(grep -E "^\[$label\] conformance: [0-9]+ passed, [0-9]+ failed" "$LOGDIR/conformance-gateway.log" | tail -1)
+  cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  [ -n "$line" ] || { cp=0; cf=1; echo "FAIL $label: no summary line (see $LOGDIR/conformance-gateway.err)"; }
+  count "$cp" "$cf"
+done
+
 # --- interop with the official SDK clients -------------------------------------------
 if start_mcpd interop-server --toolset demo; then
   say "SDK interop against $URL"

@@ -34,6 +34,8 @@
 #                                   revision never selects) and required (the frozen
 #                                   requirement set of each revision in CONFORMANCE_SPEC_VERSION)
 #   CONFORMANCE_SCENARIOS="a b"     exactly these scenarios instead of a suite
+#   CONFORMANCE_EXCLUDE="a b"       not these (each named on stderr as `excluded NAME`):
+#                                   a known gap of a setup, with its reason in NOTES.md
 #   CONFORMANCE_STRICT=1            WARNING checks fail too (the test command sets it)
 #   CONFORMANCE_SCENARIO_TIMEOUT=90 seconds per scenario (killed 5 s later)
 #   CONFORMANCE_DEADLINE=1200       seconds for the whole run; scenarios not started by then fail
@@ -232,6 +234,9 @@ for rev in ${REVISIONS:-""}; do
             || die_early "suite $SUITE_VERSION has no requirement set for $rev (see $INSTALL_LOG)"
     fi
     for s in $candidates; do
+        case " ${CONFORMANCE_EXCLUDE:-} " in
+            *" $s "*) log "excluded $s${rev:+@$rev} (CONFORMANCE_EXCLUDE)"; continue ;;
+        esac
         if [ -z "$(tags_of "$s")" ]; then
             add_run "$s||unknown"
         elif applies_at "$s" "$rev"; then

@@ -344,6 +344,18 @@ impl RequestContext {
     /// `elicitation/create` or `roots/list`), for a gateway forwarding an
     /// upstream server's request: the client's raw answer.
     pub async fn ask_client(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+        self.ask_client_as(None, method, params).await
+    }
+
+    /// [`Self::ask_client`] under `key` when given: a 2026-07-28 upstream's
+    /// own input-request key, kept for a 2026-07-28 client's
+    /// `inputRequests`.
+    pub async fn ask_client_as(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, PeerError> {
         let (method, capability, kind) = match method {
             methods::SAMPLING_CREATE_MESSAGE => {
                 (methods::SAMPLING_CREATE_MESSAGE, "sampling", "sampling")
@@ -359,7 +371,10 @@ impl RequestContext {
             }
         };
         self.require_capability(capability).await?;
-        let key = self.auto_key(kind);
+        let key = match key {
+            Some(k) => k.to_owned(),
+            None => self.auto_key(kind),
+        };
         self.inner
             .peer
             .request(&key, method, params, self.inner.ask_timeout)

@@ -229,6 +229,14 @@ impl Forward for Upstream {
                 ),
             ));
         }
+        // A 2026-07-28 client's `requestState` and `inputResponses` are
+        // mcpd's own (its core opened and answered them): never the
+        // upstream's, which gets its own from its link.
+        let params = params.map(|mut p| {
+            p.remove("requestState");
+            p.remove("inputResponses");
+            p
+        });
         self.call(method, params, Some(ctx)).await
     }
 

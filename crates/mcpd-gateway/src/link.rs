@@ -49,7 +49,7 @@ impl Link {
 
     pub fn send(&self, msg: Message) {
         match self {
-            Self::Stdio(s) => s.send(&msg),
+            Self::Stdio(s) => s.send(&stateless::without_private(msg)),
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
             }
@@ -71,8 +71,14 @@ impl Link {
     /// The handshake completed: a remote server may now stream to us
     /// unasked (a child always can).
     pub fn connected(&self) {
-        if let Self::Http(h) = self {
-            actix::spawn(h.clone().listen());
+        match self {
+            Self::Http(h) => {
+                actix::spawn(h.clone().listen());
+            }
+            Self::Stateless(s) => {
+                actix::spawn(s.clone().listen());
+            }
+            Self::Stdio(_) => {}
         }
     }
 }

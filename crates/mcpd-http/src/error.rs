@@ -177,10 +177,12 @@ pub fn status_of_refusal(code: ErrorCode) -> StatusCode {
 /// method table's handler and the error it carries: a result or a
 /// handler's error is 200 (in-band), a missing client capability 400, a
 /// limit 503; `tasks/*` answers a bad task id 400 and an unreachable task
-/// store 503.
+/// store 503. A method mcpd does not know, relayed to a gateway upstream
+/// that does not know it either (`-32601`), is 404 as if refused here.
 pub fn status_of_answer(handler: Option<Handler>, error: Option<ErrorCode>) -> StatusCode {
     match (handler, error) {
         (_, None) => StatusCode::OK,
+        (None, Some(ErrorCode::METHOD_NOT_FOUND)) => StatusCode::NOT_FOUND,
         (_, Some(ErrorCode::MISSING_CLIENT_CAPABILITY)) => StatusCode::BAD_REQUEST,
         (_, Some(ErrorCode::OVERLOADED)) => StatusCode::SERVICE_UNAVAILABLE,
         (Some(Handler::Tasks), Some(ErrorCode::INVALID_PARAMS)) => StatusCode::BAD_REQUEST,

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::decode::read;
 use super::report::Reporter;
-use super::stateless::{Discovery, StatelessLink};
+use super::stateless::{without_private, Discovery, StatelessLink};
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {
@@ -125,6 +125,7 @@ impl HttpLink {
                 return modern.clone().post(msg).await;
             }
         }
+        let msg = without_private(msg);
         let related = match request_id {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),
             _ => None,
@@ -217,8 +218,9 @@ impl HttpLink {
 
     /// The remote server's own stream (GET), for its notifications.
     pub async fn listen(self: Arc<Self>) {
-        if self.is_modern() {
-            return; // 2026-07-28 has no GET stream
+        if let Some(modern) = self.modern() {
+            // 2026-07-28 has no GET stream: a listen stands in for it.
+            return modern.clone().listen().await;
         }
         if let Ok(res) = self.request(reqwest::Method::GET).send().await {
             if res.status().is_success() {

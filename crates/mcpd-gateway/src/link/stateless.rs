@@ -28,6 +28,13 @@ use crate::config::UpstreamConfig;
 
 /// The revision this link speaks.
 pub const VERSION: &str = "2026-07-28";
+/// Where a question relayed to the actor carries the upstream's own key
+/// for it (in `params._meta`); the relay takes it off before asking.
+pub const INPUT_KEY: &str = "mcpd/inputKey";
+/// Where the actor puts, in a call's `params._meta`, the capabilities its
+/// client declared: this link declares them to the upstream for the call;
+/// every other link takes the key off ([`without_private`]).
+pub const CLIENT_CAPABILITIES_KEY: &str = "mcpd/clientCapabilities";
 /// Most rounds of questions one call may take before it fails.
 const MAX_ROUNDS: u32 = 10;
 
@@ -71,6 +78,8 @@ pub struct StatelessLink {
     headers: Vec<(String, String)>,
     reporter: Reporter,
     calls: Mutex<Calls>,
+    /// The `subscriptions/listen` stream, once open.
+    listening: Mutex<Option<AbortHandle>>,
 }
 
 /// Why `server/discover` did not work.
@@ -97,12 +106,21 @@ impl StatelessLink {
                 .collect(),
             reporter,
             calls: Mutex::default(),
+            listening: Mutex::default(),
         })
     }
 
     /// The link is dropped (its actor stopped or reconnected): every call
     /// in flight on it ends, its response stream closed.
     pub fn close(&self) {
+        if let Some(h) = self
+            .listening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            h.abort();
+        }
         let mut calls = self.calls();
         for (_, h) in calls.streams.drain() {
             h.abort();
@@ -120,7 +138,7 @@ impl StatelessLink {
     /// instructions).
     pub async fn discover(&self) -> Result<Value, Discovery> {
         let body = json!({"jsonrpc": "2.0", "id": "mcpd-discover", "method": methods::SERVER_DISCOVER,
-            "params": {"_meta": envelope()}});
+            "params": {"_meta": envelope(None)}});
         let res = self
             .post_json(methods::SERVER_DISCOVER, None, &body)
             .send()
@@ -160,6 +178,79 @@ impl StatelessLink {
             init["instructions"] = i.clone();
         }
         Ok(init)
+    }
+
+    /// The revision's stand-in for the GET stream: a `subscriptions/listen`
+    /// for the upstream's list changes, which reach the actor as the
+    /// session era's notifications (the catalogue refreshes, the gateway's
+    /// clients hear of it). Reopened, after a pause, when it ends; closed
+    /// with the link.
+    pub async fn listen(self: Arc<Self>) {
+        let (abort, registration) = AbortHandle::new_pair();
+        if let Some(old) = self
+            .listening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(abort)
+        {
+            old.abort();
+        }
+        let this = self.clone();
+        let _ = Abortable::new(
+            async move {
+                loop {
+                    this.listen_once().await;
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            },
+            registration,
+        )
+        .await;
+    }
+
+    async fn listen_once(&self) {
+        let params = json!({"_meta": envelope(None), "notifications": {
+            "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}});
+        let body = json!({"jsonrpc": "2.0", "id": "mcpd-listen", "method": methods::SUBSCRIPTIONS_LISTEN, "params": params});
+        let Ok(res) = self
+            .post_json(methods::SUBSCRIPTIONS_LISTEN, None, &body)
+            .send()
+            .await
+        else {
+            return;
+        };
+        if !res.status().is_success() {
+            return;
+        }
+        let mut stream = res.bytes_stream();
+        let mut decoder = Decoder::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            for event in decoder.feed(&chunk) {
+                let Some(v) = event.data.and_then(|d| text_json(&d)) else {
+                    continue;
+                };
+                let Ok(Message::Notification(mut n)) = Message::from_value(v) else {
+                    continue; // the listen's own result: it ended
+                };
+                if n.method == methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+                    continue;
+                }
+                // The subscription id is this link's business, not the
+                // gateway's clients'.
+                if let Some(Value::Object(meta)) =
+                    n.params.as_mut().and_then(|p| p.get_mut("_meta"))
+                {
+                    meta.remove("io.modelcontextprotocol/subscriptionId");
+                }
+                if !self
+                    .reporter
+                    .deliver(vec![Message::Notification(n)], None)
+                    .await
+                {
+                    return;
+                }
+            }
+        }
     }
 
     /// What the actor sends: a request becomes a call (its `initialize`,
@@ -238,8 +329,11 @@ impl StatelessLink {
             .entry("_meta")
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(m) = meta {
+            // What the call's client declared, not more: the upstream must
+            // not ask it what it cannot answer.
+            let caps = m.remove(CLIENT_CAPABILITIES_KEY);
             // The actor's own `_meta` (its progress token) stays beside it.
-            m.extend(envelope().as_object().cloned().unwrap_or_default());
+            m.extend(envelope(caps).as_object().cloned().unwrap_or_default());
         }
         if !round.answers.is_empty() {
             params.insert(
@@ -362,9 +456,18 @@ impl StatelessLink {
         }
         let mut questions = Vec::new();
         let mut calls = self.calls();
-        for (key, method, params) in asks {
+        for (key, method, mut params) in asks {
             calls.next_question += 1;
             let qid = format!("mcpd-input-{}", calls.next_question);
+            // The upstream's key rides along, for a 2026-07-28 client's
+            // own `inputRequests` (the relay takes it off again).
+            let p = params.get_or_insert_with(JsonObject::new);
+            if let Value::Object(meta) = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()))
+            {
+                meta.insert(INPUT_KEY.into(), Value::from(key.clone()));
+            }
             calls.questions.insert(qid.clone(), (id, key));
             questions.push(Message::Request(Request::new(
                 RequestId::Str(qid),
@@ -450,6 +553,20 @@ impl StatelessLink {
     }
 }
 
+/// `msg` without what the actor meant for this link only: for an upstream
+/// of the session era.
+pub fn without_private(mut msg: Message) -> Message {
+    if let Message::Request(r) = &mut msg {
+        if let Some(Value::Object(meta)) = r.params.as_mut().and_then(|p| p.get_mut("_meta")) {
+            meta.remove(CLIENT_CAPABILITIES_KEY);
+            if meta.is_empty() {
+                r.params.as_mut().map(|p| p.remove("_meta"));
+            }
+        }
+    }
+    msg
+}
+
 /// Our id of the actor's request (it numbers them from 1).
 fn call_id(id: &RequestId) -> Option<u64> {
     match id {
@@ -459,13 +576,16 @@ fn call_id(id: &RequestId) -> Option<u64> {
 }
 
 /// The per-request `_meta` every request carries in this revision: the
-/// version, what mcpd can relay to its clients, and who it is.
-fn envelope() -> Value {
+/// version, the capabilities of the client the call is for (for a call of
+/// no client, such as the catalogue's reads, what mcpd can relay), and who
+/// it is.
+fn envelope(caps: Option<Value>) -> Value {
+    let caps = caps
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}}));
     json!({
         "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {
-            "elicitation": {"form": {}}, "sampling": {}, "roots": {}
-        },
+        "io.modelcontextprotocol/clientCapabilities": caps,
         "io.modelcontextprotocol/clientInfo": {
             "name": "mcpd-gateway", "version": env!("CARGO_PKG_VERSION")
         },

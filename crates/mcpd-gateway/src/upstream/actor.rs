@@ -139,9 +139,7 @@ impl Handler<Report> for UpstreamActor {
         }
         match report.event {
             LinkEvent::Received { messages, related } => {
-                for m in messages {
-                    self.on_message(m, related, ctx);
-                }
+                self.on_messages(messages, related, ctx);
             }
             LinkEvent::Down(why) => {
                 if !self.life.is_down() {

@@ -16,17 +16,31 @@ use super::actor::UpstreamActor;
 use super::messages::{Event, Transmit};
 use super::routing::Waiting;
 
+/// One relayed question: asks the client, sends the answer upstream.
+type Ask = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
 impl UpstreamActor {
-    pub(super) fn on_message(
+    /// What arrived together. The questions among them are asked together
+    /// (one future polling them all), so a client of the 2026-07-28
+    /// revision gets them in one `inputRequests`.
+    pub(super) fn on_messages(
         &mut self,
-        msg: Message,
+        messages: Vec<Message>,
         related: Option<u64>,
         ctx: &mut Context<Self>,
     ) {
-        match msg {
-            Message::Response(r) => self.on_response(r, ctx),
-            Message::Request(r) => self.on_request(r, related, ctx),
-            Message::Notification(n) => self.on_notification(n, related),
+        let mut asks: Vec<Ask> = Vec::new();
+        for msg in messages {
+            match msg {
+                Message::Response(r) => self.on_response(r, ctx),
+                Message::Request(r) => asks.extend(self.on_request(r, related, ctx)),
+                Message::Notification(n) => self.on_notification(n, related),
+            }
+        }
+        if !asks.is_empty() {
+            actix::spawn(async move {
+                futures_util::future::join_all(asks).await;
+            });
         }
     }
 
@@ -44,15 +58,21 @@ impl UpstreamActor {
         }
     }
 
-    /// A question from the upstream, answered by the client it belongs to.
-    fn on_request(&mut self, r: Request, related: Option<u64>, ctx: &mut Context<Self>) {
+    /// A question from the upstream, answered by the client it belongs to
+    /// (the returned future asks it).
+    fn on_request(
+        &mut self,
+        r: Request,
+        related: Option<u64>,
+        ctx: &mut Context<Self>,
+    ) -> Option<Ask> {
         let Request {
             id, method, params, ..
         } = r;
         if method == methods::PING {
             let pong = Ok(Value::Object(JsonObject::new()));
             self.send(Message::Response(Response { id, outcome: pong }));
-            return;
+            return None;
         }
         let Some(owner) = self.routes.asker(related) else {
             let e = ErrorObject::new(
@@ -63,19 +83,21 @@ impl UpstreamActor {
                 id,
                 outcome: Err(e),
             }));
-            return;
+            return None;
         };
         let (gen, addr) = (self.gen, ctx.address());
-        let params = Value::Object(params.unwrap_or_default());
-        actix::spawn(async move {
-            let outcome = match owner.ask_client(&method, params).await {
+        let mut params = params.unwrap_or_default();
+        let key = take_input_key(&mut params);
+        let params = Value::Object(params);
+        Some(Box::pin(async move {
+            let outcome = match owner.ask_client_as(key.as_deref(), &method, params).await {
                 Ok(result) => Ok(result),
                 Err(PeerError::Client(e)) => Err(e),
                 Err(e) => Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string())),
             };
             let msg = Message::Response(Response { id, outcome });
             addr.do_send(Transmit { gen, msg });
-        });
+        }))
     }
 
     fn on_notification(&mut self, n: Notification, related: Option<u64>) {
@@ -114,4 +136,19 @@ impl UpstreamActor {
             }
         }
     }
+}
+
+/// The 2026-07-28 upstream's key of a question (`link/stateless.rs`),
+/// taken off its params so the client never sees it.
+fn take_input_key(params: &mut JsonObject) -> Option<String> {
+    let Some(Value::Object(meta)) = params.get_mut("_meta") else {
+        return None;
+    };
+    let key = meta
+        .remove(crate::link::stateless::INPUT_KEY)
+        .and_then(|v| v.as_str().map(str::to_owned));
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+    key
 }

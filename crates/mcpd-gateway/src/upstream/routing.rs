@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use super::messages::{Call, UPSTREAM_VERSION};
 use crate::config::Share;
+use crate::link::stateless::CLIENT_CAPABILITIES_KEY;
 
 pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
 
@@ -147,6 +148,18 @@ impl Routes {
                 .or_insert_with(|| Value::Object(JsonObject::new()));
             if let Value::Object(m) = meta {
                 m.insert("progressToken".into(), t.clone());
+            }
+        }
+        // The client's capabilities, for a link that declares them per
+        // request (2026-07-28); the others take them off.
+        if let Some(c) = ctx.as_ref() {
+            let caps = serde_json::to_value(c.client_capabilities()).unwrap_or_default();
+            let p = params.get_or_insert_with(JsonObject::new);
+            if let Value::Object(m) = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()))
+            {
+                m.insert(CLIENT_CAPABILITIES_KEY.into(), caps);
             }
         }
         let may_ask = Method::parse(&method).is_some_and(|m| m.info().may_ask);
@@ -355,10 +368,12 @@ mod tests {
         }
     }
 
+    /// The params a session-era upstream gets (the link takes off what
+    /// was meant for a 2026-07-28 link).
     fn params(m: &Message) -> Value {
-        match m {
-            Message::Request(r) => Value::Object(r.params.clone().unwrap_or_default()),
-            _ => panic!("not a request: {m:?}"),
+        match crate::link::stateless::without_private(m.clone()) {
+            Message::Request(r) => Value::Object(r.params.unwrap_or_default()),
+            m => panic!("not a request: {m:?}"),
         }
     }
 
