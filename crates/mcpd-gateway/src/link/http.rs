@@ -229,22 +229,86 @@ impl HttpLink {
         }
     }
 
-    /// Every event's data a JSON-RPC message (or batch).
+    /// Every event's data a JSON-RPC message (or batch). A request's
+    /// stream that ends before its answer, having given an event id, was
+    /// closed by the server to be resumed (SSE polling, SEP-1699; or the
+    /// server's replica stopping): it is resumed with `GET` and
+    /// `Last-Event-ID` after the server's `retry` hint, a few times at
+    /// most; one that cannot be resumed fails the request (it may have run).
     async fn read_sse(&self, res: reqwest::Response, related: Option<u64>) {
-        let mut body = res.bytes_stream();
-        let mut decoder = Decoder::new();
-        while let Some(Ok(chunk)) = body.next().await {
-            for event in decoder.feed(&chunk) {
-                let Some(json) = event.data.and_then(|d| serde_json::from_str(&d).ok()) else {
-                    continue;
-                };
-                let messages = read(&self.reporter.upstream, json);
-                if !messages.is_empty() && !self.reporter.deliver(messages, related).await {
-                    return;
+        let mut res = res;
+        let mut last_id: Option<String> = None;
+        let mut retry_ms = 1000;
+        for _ in 0..=MAX_RESUMES {
+            let mut body = res.bytes_stream();
+            let mut decoder = Decoder::new();
+            while let Some(Ok(chunk)) = body.next().await {
+                for event in decoder.feed(&chunk) {
+                    if let Some(r) = event.retry {
+                        retry_ms = r.min(30_000);
+                    }
+                    if let Some(id) = event.id.filter(|i| !i.is_empty()) {
+                        last_id = Some(id);
+                    }
+                    let Some(json) = event.data.and_then(|d| serde_json::from_str(&d).ok()) else {
+                        continue;
+                    };
+                    let messages = read(&self.reporter.upstream, json);
+                    let answered = related.is_some_and(|r| answers(&messages, r));
+                    if !messages.is_empty() && !self.reporter.deliver(messages, related).await {
+                        return;
+                    }
+                    if answered {
+                        return;
+                    }
                 }
             }
+            // The GET stream, or a stream that cannot be resumed: done.
+            let (Some(request), Some(from)) = (related, last_id.clone()) else {
+                return self.lost(related);
+            };
+            tokio::time::sleep(std::time::Duration::from_millis(retry_ms)).await;
+            res = match self
+                .request(reqwest::Method::GET)
+                .header("last-event-id", from)
+                .send()
+                .await
+            {
+                Ok(r) if r.status().is_success() => r,
+                _ => return self.lost(Some(request)),
+            };
         }
+        self.lost(related)
     }
+
+    /// A request's stream ended without its answer and cannot be resumed.
+    fn lost(&self, related: Option<u64>) {
+        let Some(id) = related.and_then(|r| i64::try_from(r).ok()) else {
+            return;
+        };
+        let e = ErrorObject::new(
+            ErrorCode::SERVER_ERROR,
+            format!(
+                "Upstream server '{}': the response stream ended before the answer and could not be resumed; the request may have run",
+                self.reporter.upstream
+            ),
+        );
+        let answer = Message::Response(Response {
+            id: RequestId::Int(id),
+            outcome: Err(e),
+        });
+        self.reporter.post(vec![answer], None);
+    }
+}
+
+/// Most times one request's stream is resumed.
+const MAX_RESUMES: usize = 5;
+
+/// Whether `messages` hold the answer to our request `id`.
+fn answers(messages: &[Message], id: u64) -> bool {
+    messages.iter().any(|m| {
+        matches!(m, Message::Response(Response { id: RequestId::Int(i), .. }) if u64::try_from(*i) == Ok(id))
+    })
 }
 
 /// The protocol version in an `initialize` result.

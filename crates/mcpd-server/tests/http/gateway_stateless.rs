@@ -164,3 +164,29 @@ async fn auto_falls_back_to_the_session_era() {
     );
     assert!(methods.iter().any(|m| m == "initialize"), "{methods:?}");
 }
+
+/// A session-era remote upstream that closes a call's SSE stream mid-call
+/// to be polled (SEP-1699: the fixture's `test_reconnection`) is resumed
+/// with `GET` + `Last-Event-ID`; the client gets the result, not a lost
+/// request or a wait until the timeout.
+#[tokio::test]
+async fn a_remote_upstream_s_closed_stream_is_resumed() {
+    let (upstream, _admin) = child(&[("MCPD_SERVER_TOOLSET", "conformance")]);
+    let up = UpstreamConfig::http("fx", &upstream.url);
+    let s = TestServer::start_configured(move |c| c.upstream = vec![up]);
+    let mut c = McpClient::new(&format!("{}/fx", s.url));
+    c.initialize().await;
+    let started = std::time::Instant::now();
+    let r = c
+        .call(
+            "tools/call",
+            call_params("test_reconnection", json!({}), None),
+        )
+        .await;
+    assert!(
+        tool_text(&r).starts_with("Reconnection test completed"),
+        "{r}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    drop(upstream);
+}
