@@ -1,15 +1,18 @@
 //! A link carries messages to one upstream and reports what comes back.
 //! One per transport — [`stdio`]: a child process; [`http`]: a remote
 //! Streamable HTTP server — so the actor that owns a link keeps only the
-//! routing state and never sees a pipe or a URL. Both transports share
-//! [`report`] (what a link tells its actor) and [`decode`] (JSON from the
-//! upstream as messages); neither imports this file.
+//! routing state and never sees a pipe or a URL. [`stateless`] speaks the
+//! 2026-07-28 revision to a remote upstream ([`wire`]: its envelope and
+//! headers). They share [`report`] (what a link tells its actor) and
+//! [`decode`] (JSON from the upstream as messages); none imports this file.
 
+mod calls;
 pub mod decode;
 pub mod http;
 pub mod report;
 pub mod stateless;
 pub mod stdio;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -49,7 +52,7 @@ impl Link {
 
     pub fn send(&self, msg: Message) {
         match self {
-            Self::Stdio(s) => s.send(&stateless::without_private(msg)),
+            Self::Stdio(s) => s.send(&wire::without_private(msg)),
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
             }

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::decode::read;
 use super::report::Reporter;
-use super::stateless::{without_private, Discovery, StatelessLink};
+use super::stateless::{Discovery, StatelessLink};
+use super::wire::without_private;
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {

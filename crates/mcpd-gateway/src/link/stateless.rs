@@ -10,67 +10,25 @@
 //! A `notifications/cancelled` from the actor closes the call's response
 //! stream, which is the cancellation in this revision.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use base64::Engine;
 use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
 use futures_util::StreamExt;
 use mcpd_protocol::jsonrpc::{Message, Notification, Request, Response};
 use mcpd_protocol::sse::Decoder;
 use mcpd_protocol::types::JsonObject;
-use mcpd_protocol::{methods, ErrorCode, ErrorObject, Method, RequestId};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject, RequestId};
 use serde_json::{json, Value};
 
+pub use super::calls::Discovery;
+use super::calls::{Calls, Round};
 use super::decode::read;
 use super::report::Reporter;
+use super::wire::{
+    call_id, complete, envelope, headers, outcome_of, text_json, CLIENT_CAPABILITIES_KEY,
+    INPUT_KEY, MAX_ROUNDS, VERSION,
+};
 use crate::config::UpstreamConfig;
-
-/// The revision this link speaks.
-pub const VERSION: &str = "2026-07-28";
-/// Where a question relayed to the actor carries the upstream's own key
-/// for it (in `params._meta`); the relay takes it off before asking.
-pub const INPUT_KEY: &str = "mcpd/inputKey";
-/// Where the actor puts, in a call's `params._meta`, the capabilities its
-/// client declared: this link declares them to the upstream for the call;
-/// every other link takes the key off ([`without_private`]).
-pub const CLIENT_CAPABILITIES_KEY: &str = "mcpd/clientCapabilities";
-/// Most rounds of questions one call may take before it fails.
-const MAX_ROUNDS: u32 = 10;
-
-/// A call waiting for its client's answers to the upstream's questions.
-struct Round {
-    method: String,
-    params: Option<JsonObject>,
-    /// The upstream's `requestState`, echoed unchanged.
-    state: Option<Value>,
-    answers: JsonObject,
-    /// Questions not answered yet.
-    open: usize,
-    /// Rounds sent so far.
-    sent: u32,
-}
-
-impl Calls {
-    /// Call `id` ends here: its stream closes, its questions go.
-    fn forget(&mut self, id: u64) {
-        if let Some(h) = self.streams.remove(&id) {
-            h.abort();
-        }
-        self.waiting.remove(&id);
-        self.questions.retain(|_, (call, _)| *call != id);
-    }
-}
-
-#[derive(Default)]
-struct Calls {
-    waiting: HashMap<u64, Round>,
-    /// Our id of each question sent to the actor: its call and its key.
-    questions: HashMap<String, (u64, String)>,
-    next_question: u64,
-    /// The response stream of each call in flight, to close on cancel.
-    streams: HashMap<u64, AbortHandle>,
-}
 
 pub struct StatelessLink {
     client: reqwest::Client,
@@ -80,15 +38,6 @@ pub struct StatelessLink {
     calls: Mutex<Calls>,
     /// The `subscriptions/listen` stream, once open.
     listening: Mutex<Option<AbortHandle>>,
-}
-
-/// Why `server/discover` did not work.
-pub enum Discovery {
-    /// The server answered, but not as a 2026-07-28 server would: it speaks
-    /// an older revision.
-    NotModern(String),
-    /// It could not be reached.
-    Unreachable(String),
 }
 
 impl StatelessLink {
@@ -528,139 +477,14 @@ impl StatelessLink {
         )
     }
 
-    /// A POST of `body` with the revision's headers.
+    /// A POST of `body` with the revision's headers (`wire::headers`).
     fn post_json(
         &self,
         method: &str,
         params: Option<&JsonObject>,
         body: &Value,
     ) -> reqwest::RequestBuilder {
-        let mut b = self
-            .client
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", VERSION)
-            .header("mcp-method", header_value(method));
-        let target = Method::parse(method).and_then(|m| m.info().target);
-        if let Some(name) = target.and_then(|t| params?.get(t)).and_then(Value::as_str) {
-            b = b.header("mcp-name", header_value(name));
-        }
-        for (k, v) in &self.headers {
-            b = b.header(k, v);
-        }
-        b.body(body.to_string())
-    }
-}
-
-/// `msg` without what the actor meant for this link only: for an upstream
-/// of the session era.
-pub fn without_private(mut msg: Message) -> Message {
-    if let Message::Request(r) = &mut msg {
-        if let Some(Value::Object(meta)) = r.params.as_mut().and_then(|p| p.get_mut("_meta")) {
-            meta.remove(CLIENT_CAPABILITIES_KEY);
-            if meta.is_empty() {
-                r.params.as_mut().map(|p| p.remove("_meta"));
-            }
-        }
-    }
-    msg
-}
-
-/// Our id of the actor's request (it numbers them from 1).
-fn call_id(id: &RequestId) -> Option<u64> {
-    match id {
-        RequestId::Int(n) => u64::try_from(*n).ok(),
-        RequestId::Str(_) => None,
-    }
-}
-
-/// The per-request `_meta` every request carries in this revision: the
-/// version, the capabilities of the client the call is for (for a call of
-/// no client, such as the catalogue's reads, what mcpd can relay), and who
-/// it is.
-fn envelope(caps: Option<Value>) -> Value {
-    let caps = caps
-        .filter(Value::is_object)
-        .unwrap_or_else(|| json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}}));
-    json!({
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {
-            "name": "mcpd-gateway", "version": env!("CARGO_PKG_VERSION")
-        },
-    })
-}
-
-/// A header value as the revision carries it: plain visible ASCII as is,
-/// anything else as `=?base64?…?=`.
-fn header_value(v: &str) -> String {
-    let plain =
-        !v.is_empty() && v.bytes().all(|b| (0x21..=0x7e).contains(&b)) && !v.starts_with("=?");
-    match plain {
-        true => v.to_owned(),
-        false => format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(v)
-        ),
-    }
-}
-
-fn text_json(text: &str) -> Option<Value> {
-    serde_json::from_str(text).ok()
-}
-
-/// A JSON-RPC response's result or error.
-fn outcome_of(v: Value) -> Result<Value, ErrorObject> {
-    match Message::from_value(v) {
-        Ok(Message::Response(r)) => r.outcome,
-        Ok(_) => Err(ErrorObject::internal(
-            "the upstream answered with a request",
-        )),
-        Err(e) => Err(ErrorObject::internal(format!(
-            "the upstream sent a malformed response: {e}"
-        ))),
-    }
-}
-
-/// A complete result as a session-era result: the revision's own keys
-/// (`resultType`, the cache hints, `serverInfo` in `_meta`) go; core adds
-/// them again for a 2026-07-28 client.
-fn complete(mut result: Value) -> Value {
-    if let Value::Object(r) = &mut result {
-        for key in ["resultType", "ttlMs", "cacheScope"] {
-            r.remove(key);
-        }
-        if let Some(Value::Object(meta)) = r.get_mut("_meta") {
-            meta.remove("io.modelcontextprotocol/serverInfo");
-            if meta.is_empty() {
-                r.remove("_meta");
-            }
-        }
-    }
-    result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_values_are_plain_ascii_or_base64() {
-        assert_eq!(header_value("tools/call"), "tools/call");
-        assert_eq!(
-            header_value("wetter in münchen"),
-            "=?base64?d2V0dGVyIGluIG3DvG5jaGVu?="
-        );
-        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
-    }
-
-    #[test]
-    fn a_complete_result_loses_the_revision_s_keys() {
-        let r = complete(
-            json!({"resultType": "complete", "ttlMs": 5, "cacheScope": "public",
-            "tools": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "u"}}}),
-        );
-        assert_eq!(r, json!({"tools": []}));
+        let b = self.client.post(&self.url);
+        headers(b, method, params, &self.headers).body(body.to_string())
     }
 }

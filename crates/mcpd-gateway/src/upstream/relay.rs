@@ -145,7 +145,7 @@ fn take_input_key(params: &mut JsonObject) -> Option<String> {
         return None;
     };
     let key = meta
-        .remove(crate::link::stateless::INPUT_KEY)
+        .remove(crate::link::wire::INPUT_KEY)
         .and_then(|v| v.as_str().map(str::to_owned));
     if meta.is_empty() {
         params.remove("_meta");

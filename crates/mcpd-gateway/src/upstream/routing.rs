@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::messages::{Call, UPSTREAM_VERSION};
 use crate::config::Share;
-use crate::link::stateless::CLIENT_CAPABILITIES_KEY;
+use crate::link::wire::CLIENT_CAPABILITIES_KEY;
 
 pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
 
@@ -371,7 +371,7 @@ mod tests {
     /// The params a session-era upstream gets (the link takes off what
     /// was meant for a 2026-07-28 link).
     fn params(m: &Message) -> Value {
-        match crate::link::stateless::without_private(m.clone()) {
+        match crate::link::wire::without_private(m.clone()) {
             Message::Request(r) => Value::Object(r.params.unwrap_or_default()),
             m => panic!("not a request: {m:?}"),
         }

@@ -1,0 +1,157 @@
+//! The 2026-07-28 revision's wire as the stateless link writes and reads
+//! it: the per-request envelope and headers, the keys the link and the
+//! actor pass each other, and what a result loses for the session era. A
+//! leaf: `stateless.rs`, `http.rs` and the actor's routing import it.
+
+use base64::Engine;
+use mcpd_protocol::jsonrpc::Message;
+use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::{ErrorObject, Method, RequestId};
+use serde_json::{json, Value};
+
+/// The revision this link speaks.
+pub const VERSION: &str = "2026-07-28";
+/// Where a question relayed to the actor carries the upstream's own key
+/// for it (in `params._meta`); the relay takes it off before asking.
+pub const INPUT_KEY: &str = "mcpd/inputKey";
+/// Where the actor puts, in a call's `params._meta`, the capabilities its
+/// client declared: this link declares them to the upstream for the call;
+/// every other link takes the key off ([`without_private`]).
+pub const CLIENT_CAPABILITIES_KEY: &str = "mcpd/clientCapabilities";
+/// Most rounds of questions one call may take before it fails.
+pub(crate) const MAX_ROUNDS: u32 = 10;
+
+/// `msg` without what the actor meant for this link only: for an upstream
+/// of the session era.
+pub fn without_private(mut msg: Message) -> Message {
+    if let Message::Request(r) = &mut msg {
+        if let Some(Value::Object(meta)) = r.params.as_mut().and_then(|p| p.get_mut("_meta")) {
+            meta.remove(CLIENT_CAPABILITIES_KEY);
+            if meta.is_empty() {
+                r.params.as_mut().map(|p| p.remove("_meta"));
+            }
+        }
+    }
+    msg
+}
+
+/// Our id of the actor's request (it numbers them from 1).
+pub(crate) fn call_id(id: &RequestId) -> Option<u64> {
+    match id {
+        RequestId::Int(n) => u64::try_from(*n).ok(),
+        RequestId::Str(_) => None,
+    }
+}
+
+/// The per-request `_meta` every request carries in this revision: the
+/// version, the capabilities of the client the call is for (for a call of
+/// no client, such as the catalogue's reads, what mcpd can relay), and who
+/// it is.
+pub(crate) fn envelope(caps: Option<Value>) -> Value {
+    let caps = caps
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}}));
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {
+            "name": "mcpd-gateway", "version": env!("CARGO_PKG_VERSION")
+        },
+    })
+}
+
+/// `b` with the revision's headers for `method` (and `Mcp-Name` from
+/// `params`), then the upstream's configured ones.
+pub(crate) fn headers(
+    mut b: reqwest::RequestBuilder,
+    method: &str,
+    params: Option<&JsonObject>,
+    configured: &[(String, String)],
+) -> reqwest::RequestBuilder {
+    b = b
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-method", header_value(method));
+    let target = Method::parse(method).and_then(|m| m.info().target);
+    if let Some(name) = target.and_then(|t| params?.get(t)).and_then(Value::as_str) {
+        b = b.header("mcp-name", header_value(name));
+    }
+    for (k, v) in configured {
+        b = b.header(k, v);
+    }
+    b
+}
+
+/// A header value as the revision carries it: plain visible ASCII as is,
+/// anything else as `=?base64?…?=`.
+pub(crate) fn header_value(v: &str) -> String {
+    let plain =
+        !v.is_empty() && v.bytes().all(|b| (0x21..=0x7e).contains(&b)) && !v.starts_with("=?");
+    match plain {
+        true => v.to_owned(),
+        false => format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(v)
+        ),
+    }
+}
+
+pub(crate) fn text_json(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok()
+}
+
+/// A JSON-RPC response's result or error.
+pub(crate) fn outcome_of(v: Value) -> Result<Value, ErrorObject> {
+    match Message::from_value(v) {
+        Ok(Message::Response(r)) => r.outcome,
+        Ok(_) => Err(ErrorObject::internal(
+            "the upstream answered with a request",
+        )),
+        Err(e) => Err(ErrorObject::internal(format!(
+            "the upstream sent a malformed response: {e}"
+        ))),
+    }
+}
+
+/// A complete result as a session-era result: the revision's own keys
+/// (`resultType`, the cache hints, `serverInfo` in `_meta`) go; core adds
+/// them again for a 2026-07-28 client.
+pub(crate) fn complete(mut result: Value) -> Value {
+    if let Value::Object(r) = &mut result {
+        for key in ["resultType", "ttlMs", "cacheScope"] {
+            r.remove(key);
+        }
+        if let Some(Value::Object(meta)) = r.get_mut("_meta") {
+            meta.remove("io.modelcontextprotocol/serverInfo");
+            if meta.is_empty() {
+                r.remove("_meta");
+            }
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_plain_ascii_or_base64() {
+        assert_eq!(header_value("tools/call"), "tools/call");
+        assert_eq!(
+            header_value("wetter in münchen"),
+            "=?base64?d2V0dGVyIGluIG3DvG5jaGVu?="
+        );
+        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
+    }
+
+    #[test]
+    fn a_complete_result_loses_the_revision_s_keys() {
+        let r = complete(
+            json!({"resultType": "complete", "ttlMs": 5, "cacheScope": "public",
+            "tools": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "u"}}}),
+        );
+        assert_eq!(r, json!({"tools": []}));
+    }
+}
