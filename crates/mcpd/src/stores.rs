@@ -11,6 +11,8 @@ use mcpd_store::{EventLog, MemoryEventLog, MemorySessionDirectory, SessionDirect
 
 use crate::config::{Config, StoreBackend};
 
+mod set;
+
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(not(feature = "redis"))]
@@ -18,6 +20,7 @@ mod redis;
 mod redis;
 
 pub use redis::RedisStore;
+use set::StoreSet;
 
 /// The stores of the process, opened once and shared by every endpoint:
 /// one store client, one bus subscriber, one replica id.
@@ -31,14 +34,6 @@ pub(crate) struct Stores {
     /// `stateless.state_keys` share `keys` through it.
     pub(crate) redis: Option<Arc<RedisStore>>,
 }
-
-/// One backend's event log, session directory, cluster and task store.
-type StoreSet = (
-    Arc<dyn EventLog>,
-    Arc<dyn SessionDirectory>,
-    Arc<dyn Cluster>,
-    Arc<dyn TaskStore>,
-);
 
 impl Stores {
     pub(crate) fn open(config: &Config) -> std::io::Result<Self> {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::decode::read;
 use super::report::Reporter;
 use super::stateless::{Discovery, StatelessLink};
-use super::wire::without_private;
+use super::wire::{client_of, is_sse, without_private};
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {
@@ -45,17 +45,11 @@ impl HttpLink {
         reporter: Reporter,
         modern: Option<Arc<StatelessLink>>,
     ) -> Arc<Self> {
+        let (client, headers) = client_of(cfg);
         Arc::new(Self {
-            client: reqwest::Client::builder()
-                .connect_timeout(cfg.connect_timeout())
-                .build()
-                .unwrap_or_default(),
+            client,
             url: cfg.url.clone(),
-            headers: cfg
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            headers,
             session: Mutex::default(),
             version: Mutex::default(),
             reporter,
@@ -172,11 +166,7 @@ impl HttpLink {
             }
         }
         let status = res.status();
-        let is_sse = res
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let is_sse = is_sse(&res);
         if status.as_u16() == 202 {
             return;
         }

@@ -25,8 +25,8 @@ use super::calls::{Calls, Round};
 use super::decode::read;
 use super::report::Reporter;
 use super::wire::{
-    call_id, complete, envelope, headers, outcome_of, text_json, CLIENT_CAPABILITIES_KEY,
-    INPUT_KEY, MAX_ROUNDS, VERSION,
+    call_id, client_of, complete, envelope, headers, is_sse, outcome_of, text_json,
+    CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, VERSION,
 };
 use crate::config::UpstreamConfig;
 
@@ -42,17 +42,11 @@ pub struct StatelessLink {
 
 impl StatelessLink {
     pub fn new(cfg: &UpstreamConfig, reporter: Reporter) -> Arc<Self> {
+        let (client, headers) = client_of(cfg);
         Arc::new(Self {
-            client: reqwest::Client::builder()
-                .connect_timeout(cfg.connect_timeout())
-                .build()
-                .unwrap_or_default(),
+            client,
             url: cfg.url.clone(),
-            headers: cfg
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            headers,
             reporter,
             calls: Mutex::default(),
             listening: Mutex::default(),
@@ -329,11 +323,7 @@ impl StatelessLink {
             .await
             .map_err(|e| self.failed(format!("cannot reach {}: {e}", self.url)))?;
         let status = res.status();
-        let is_sse = res
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let is_sse = is_sse(&res);
         if !is_sse {
             let text = res.text().await.unwrap_or_default();
             return match text_json(&text) {

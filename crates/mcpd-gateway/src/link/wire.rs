@@ -60,6 +60,31 @@ pub(crate) fn envelope(caps: Option<Value>) -> Value {
     })
 }
 
+/// The HTTP client of a remote upstream's link, and the headers it is
+/// configured with (its own credentials).
+pub(crate) fn client_of(
+    cfg: &crate::config::UpstreamConfig,
+) -> (reqwest::Client, Vec<(String, String)>) {
+    let client = reqwest::Client::builder()
+        .connect_timeout(cfg.connect_timeout())
+        .build()
+        .unwrap_or_default();
+    let headers = cfg
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (client, headers)
+}
+
+/// Whether an answer is an SSE stream (else one JSON body).
+pub(crate) fn is_sse(res: &reqwest::Response) -> bool {
+    res.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/event-stream"))
+}
+
 /// `b` with the revision's headers for `method` (and `Mcp-Name` from
 /// `params`), then the upstream's configured ones.
 pub(crate) fn headers(

@@ -11,6 +11,7 @@ use mcpd_testkit::redis::TempDir;
 use serde_json::json;
 
 use crate::gateway::{inner, pids, routed};
+use crate::metrics::{sample, scrape};
 use crate::server::TestServer;
 use crate::*;
 
@@ -23,18 +24,11 @@ fn gateway_with_admin(upstreams: Vec<UpstreamConfig>) -> (TestServer, String) {
     (s, admin)
 }
 
-/// The value of `name{mcpd_upstream="upstream"}` on `/metrics`.
+/// The value of `name{mcpd_upstream="upstream"}` on `/metrics` (0 when
+/// absent).
 async fn series(admin: &str, name: &str, upstream: &str) -> f64 {
-    let text = reqwest::get(format!("{admin}/metrics"))
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("metrics");
-    let prefix = format!("{name}{{mcpd_upstream=\"{upstream}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {prefix}in the metrics"))
+    let series = format!("{name}{{mcpd_upstream=\"{upstream}\"}}");
+    sample(&scrape(admin).await, &series)
 }
 
 /// Waits until `name` of `upstream` is `want`.
@@ -119,12 +113,7 @@ async fn an_upstream_s_series_follow_a_crash_and_its_restart() {
     );
     // Every upstream series the dashboard and the alert rules query is in
     // the scrape of a server with an upstream.
-    let text = reqwest::get(format!("{admin}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = scrape(&admin).await;
     let root_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for file in [
         "deploy/grafana/mcpd-dashboard.json",

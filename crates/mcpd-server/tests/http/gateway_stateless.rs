@@ -12,25 +12,13 @@ use mcpd_testkit::{McpClient, StubResponse, StubServer};
 use serde_json::{json, Value};
 
 use crate::hostile_bounds::child;
+use crate::metrics::{sample, scrape};
 use crate::server::TestServer;
 use crate::*;
 
-async fn scrape(admin: &str) -> String {
-    reqwest::get(format!("{admin}/metrics"))
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("metrics")
-}
-
 /// The value of the sample `name` (with its labels), 0 when absent.
-async fn sample(admin: &str, name: &str) -> f64 {
-    scrape(admin)
-        .await
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0.0)
+async fn value(admin: &str, name: &str) -> f64 {
+    sample(&scrape(admin).await, name)
 }
 
 async fn asks_through(protocol: Protocol) {
@@ -86,13 +74,13 @@ async fn asks_through(protocol: Protocol) {
 
     // What the upstream saw: no session, 2026-07-28 only, and ask_user as
     // one call (answered input_required) plus one retry (answered ok).
-    assert_eq!(sample(&admin, "mcpd_sessions_created_total").await, 0.0);
+    assert_eq!(value(&admin, "mcpd_sessions_created_total").await, 0.0);
     let calls = |outcome: &str| {
         format!("mcpd_jsonrpc_requests_total{{method=\"tools/call\",outcome=\"{outcome}\"}}")
     };
-    assert_eq!(sample(&admin, &calls("input_required")).await, 1.0);
+    assert_eq!(value(&admin, &calls("input_required")).await, 1.0);
     assert_eq!(
-        sample(&admin, &calls("ok")).await,
+        value(&admin, &calls("ok")).await,
         2.0,
         "echo, then ask_user's retry"
     );

@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use mcpd_core::cluster::Cluster;
 use mcpd_core::sealed::KeyRing;
 use mcpd_store::ReplicaId;
-use mcpd_store::{EventLog, SessionDirectory, TaskStore};
 
+use super::set::StoreSet;
 use crate::config::Config;
 
 /// The Redis store, absent from this build: no value of it exists.
@@ -23,22 +22,7 @@ impl RedisStore {
 }
 
 /// Refused: this build has no Redis store.
-#[allow(clippy::type_complexity)]
-pub(super) fn open(
-    _: &Config,
-    _: ReplicaId,
-) -> Result<
-    (
-        (
-            Arc<dyn EventLog>,
-            Arc<dyn SessionDirectory>,
-            Arc<dyn Cluster>,
-            Arc<dyn TaskStore>,
-        ),
-        Arc<RedisStore>,
-    ),
-    String,
-> {
+pub(super) fn open(_: &Config, _: ReplicaId) -> Result<(StoreSet, Arc<RedisStore>), String> {
     Err("store.backend = \"redis\" needs mcpd's `redis` feature, which this server was built without".into())
 }
 

@@ -4,33 +4,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpd_core::cluster::{Cluster, Shared};
+use mcpd_core::cluster::Shared;
 use mcpd_core::sealed::KeyRing;
-use mcpd_store::ReplicaId;
-use mcpd_store::{EventLog, RedisBus, SessionDirectory, TaskStore};
+use mcpd_store::{RedisBus, ReplicaId};
 
 pub use mcpd_store::RedisStore;
 
+use super::set::StoreSet;
 use crate::config::{Config, StatelessSection};
 
 /// The Redis store as the process's event log, session directory, cluster
 /// (its bus) and task store; and the store itself.
-#[allow(clippy::type_complexity)]
 pub(super) fn open(
     config: &Config,
     replica: ReplicaId,
-) -> Result<
-    (
-        (
-            Arc<dyn EventLog>,
-            Arc<dyn SessionDirectory>,
-            Arc<dyn Cluster>,
-            Arc<dyn TaskStore>,
-        ),
-        Arc<RedisStore>,
-    ),
-    String,
-> {
+) -> Result<(StoreSet, Arc<RedisStore>), String> {
     let ttl = Duration::from_secs(config.limits.session_idle_timeout_secs);
     let store = RedisStore::new(config.store.redis(ttl), replica).map_err(|e| e.to_string())?;
     let cluster = Arc::new(Shared::new(Arc::new(RedisBus(store.clone()))));
