@@ -69,6 +69,20 @@ pub trait Peer: Send + Sync + 'static {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, PeerError>;
+    /// Several questions at once (`(key, method, params)`), their answers
+    /// in the same order. The stateless era records them together, so that
+    /// one `inputRequests` holds them all (asked one by one from other
+    /// threads, the round could end after the first).
+    async fn request_all(
+        &self,
+        asks: Vec<(String, &'static str, Value)>,
+        timeout: Duration,
+    ) -> Vec<Result<Value, PeerError>> {
+        let asks = asks.into_iter().map(|(key, method, params)| async move {
+            self.request(&key, method, params, timeout).await
+        });
+        futures_util::future::join_all(asks).await
+    }
     /// The handler needs a client capability the client did not declare.
     /// The session era fails the call; the stateless era answers the whole
     /// request with `-32021` (and this never returns).
@@ -356,20 +370,7 @@ impl RequestContext {
         method: &str,
         params: Value,
     ) -> Result<Value, PeerError> {
-        let (method, capability, kind) = match method {
-            methods::SAMPLING_CREATE_MESSAGE => {
-                (methods::SAMPLING_CREATE_MESSAGE, "sampling", "sampling")
-            }
-            methods::ELICITATION_CREATE => {
-                (methods::ELICITATION_CREATE, "elicitation", "elicitation")
-            }
-            methods::ROOTS_LIST => (methods::ROOTS_LIST, "roots", "roots"),
-            other => {
-                return Err(PeerError::Malformed(format!(
-                    "{other} is not a request a server may send a client"
-                )))
-            }
-        };
+        let (method, capability, kind) = asked_of_client(method)?;
         self.require_capability(capability).await?;
         let key = match key {
             Some(k) => k.to_owned(),
@@ -378,6 +379,31 @@ impl RequestContext {
         self.inner
             .peer
             .request(&key, method, params, self.inner.ask_timeout)
+            .await
+    }
+
+    /// Several of [`Self::ask_client_as`]'s questions at once (a gateway
+    /// relaying one round of a 2026-07-28 upstream's questions): the
+    /// answers in the same order.
+    pub async fn ask_clients_as(
+        &self,
+        asks: Vec<(Option<String>, String, Value)>,
+    ) -> Vec<Result<Value, PeerError>> {
+        let mut ready = Vec::new();
+        for (key, method, params) in asks {
+            let (method, capability, kind) = match asked_of_client(&method) {
+                Ok(m) => m,
+                Err(e) => return vec![Err(e)],
+            };
+            if let Err(e) = self.require_capability(capability).await {
+                return vec![Err(e)];
+            }
+            let key = key.unwrap_or_else(|| self.auto_key(kind));
+            ready.push((key, method, params));
+        }
+        self.inner
+            .peer
+            .request_all(ready, self.inner.ask_timeout)
             .await
     }
 
@@ -474,4 +500,21 @@ impl RequestContext {
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A server → client request's method, the capability it needs and the
+/// kind its automatic keys are named after.
+fn asked_of_client(method: &str) -> Result<(&'static str, &'static str, &'static str), PeerError> {
+    Ok(match method {
+        methods::SAMPLING_CREATE_MESSAGE => {
+            (methods::SAMPLING_CREATE_MESSAGE, "sampling", "sampling")
+        }
+        methods::ELICITATION_CREATE => (methods::ELICITATION_CREATE, "elicitation", "elicitation"),
+        methods::ROOTS_LIST => (methods::ROOTS_LIST, "roots", "roots"),
+        other => {
+            return Err(PeerError::Malformed(format!(
+                "{other} is not a request a server may send a client"
+            )))
+        }
+    })
 }

@@ -84,6 +84,16 @@ impl Warmup {
 }
 
 impl McpServer {
+    /// The upstream a request goes to: the one `server_id` names, else
+    /// this server's own when it passes everything through; `None` for a
+    /// request this server answers itself.
+    pub fn forwarder(&self, server_id: Option<&str>) -> Option<&Arc<dyn Forward>> {
+        match server_id {
+            Some(id) => self.upstreams.get(id),
+            None => self.forward_all.as_ref(),
+        }
+    }
+
     /// A server with fresh metrics, no upstreams, no instructions, no audit
     /// lines; the embedding code sets the other fields before sharing it.
     pub fn new(info: Implementation, registry: Registry, limits: Limits) -> Self {

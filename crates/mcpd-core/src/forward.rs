@@ -35,6 +35,13 @@ pub trait Forward: Send + Sync + 'static {
     /// A session ended: per-session upstream connections can close.
     fn session_ended(&self, _session: &str) {}
 
+    /// The definition of the upstream's tool `name` as the upstream last
+    /// listed it: what the HTTP front checks a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against. `None`: not known.
+    fn tool(&self, _name: &str) -> Option<mcpd_protocol::types::Tool> {
+        None
+    }
+
     /// Why this replica is not ready on this upstream's account (an
     /// upstream the operator marked required, not up now); `None`: no
     /// objection.

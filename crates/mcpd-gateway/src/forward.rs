@@ -2,19 +2,21 @@
 //! connection actor (the shared one, or the downstream session's own) and
 //! relays a request through it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use actix::prelude::*;
 use async_trait::async_trait;
 use dashmap::DashMap;
 use mcpd_core::{Forward, RequestContext};
-use mcpd_protocol::types::JsonObject;
+use mcpd_protocol::types::{JsonObject, ListToolsResult, Tool as ToolDef};
 use mcpd_protocol::{methods, ErrorCode, ErrorObject, Method};
 use serde_json::Value;
 
 use tracing::Instrument;
 
 use crate::config::{Share, UpstreamConfig};
+use crate::link::wire::PARAM_HEADERS_KEY;
 use crate::pool::Pool;
 use crate::trace;
 use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
@@ -34,6 +36,10 @@ pub struct Upstream {
     /// A shared stdio upstream: its children, so that a question reaches
     /// the call that asked (`pool.rs`); `None` for the others.
     pool: Option<Pool>,
+    /// Its tools as it last listed them (at each connection and list
+    /// change): the HTTP front checks `Mcp-Param-*` headers against them,
+    /// and a 2026-07-28 link sends them.
+    tools: RwLock<HashMap<String, ToolDef>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -58,7 +64,7 @@ impl Upstream {
             .url
             .is_empty()
             .then(|| Pool::new(shared.clone(), cfg.pool_size));
-        Arc::new(Self {
+        let up = Arc::new(Self {
             cfg,
             shared,
             sessions: DashMap::new(),
@@ -66,7 +72,69 @@ impl Upstream {
             metrics,
             health,
             pool,
-        })
+            tools: RwLock::default(),
+        });
+        let weak = Arc::downgrade(&up);
+        up.on_event(Arc::new(move |_, e| {
+            let relist = match e {
+                Event::Connected => true,
+                Event::Notification(m, _) => m == methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            };
+            if let (true, Some(up)) = (relist, weak.upgrade()) {
+                actix::spawn(async move { up.list_tools().await });
+            }
+        }));
+        up
+    }
+
+    /// Reads the upstream's tools (every page) into [`Self::tools`].
+    async fn list_tools(&self) {
+        let mut all = HashMap::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..100 {
+            let mut params = JsonObject::new();
+            if let Some(c) = cursor.take() {
+                params.insert("cursor".into(), Value::from(c));
+            }
+            let Ok(v) = self.call(methods::TOOLS_LIST, Some(params), None).await else {
+                return;
+            };
+            let Ok(page) = serde_json::from_value::<ListToolsResult>(v) else {
+                return;
+            };
+            all.extend(page.tools.into_iter().map(|t| (t.name.clone(), t)));
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = all;
+    }
+
+    /// The `Mcp-Param-*` headers (name → value) a call of `params` needs,
+    /// from its tool's schema (`x-mcp-header` properties with a value).
+    fn param_headers(&self, params: &JsonObject) -> Vec<(String, Value)> {
+        let (Some(name), Some(args)) = (
+            params.get("name").and_then(Value::as_str),
+            params.get("arguments").and_then(Value::as_object),
+        ) else {
+            return Vec::new();
+        };
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let Some(Value::Object(props)) = tools
+            .get(name)
+            .and_then(|t| t.input_schema.get("properties"))
+        else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .filter_map(|(prop, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?;
+                let value = args.get(prop).filter(|v| !v.is_null())?;
+                Some((header.to_owned(), value.clone()))
+            })
+            .collect()
     }
 
     pub fn id(&self) -> &str {
@@ -150,6 +218,23 @@ impl Upstream {
     ) -> Result<Value, ErrorObject> {
         let session = ctx.as_ref().and_then(|c| c.session_id().map(str::to_owned));
         let may_ask = Method::parse(method).is_some_and(|m| m.info().may_ask);
+        // The `Mcp-Param-*` headers a 2026-07-28 link sends with the call
+        // (other links take them off).
+        let mut params = params;
+        if method == methods::TOOLS_CALL {
+            if let Some(p) = params.as_mut() {
+                let headers = self.param_headers(p);
+                if !headers.is_empty() {
+                    if let Value::Object(meta) = p
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(JsonObject::new()))
+                    {
+                        let h: JsonObject = headers.into_iter().collect();
+                        meta.insert(PARAM_HEADERS_KEY.into(), Value::Object(h));
+                    }
+                }
+            }
+        }
         let pooled = self.cfg.share == Share::Shared || session.is_none();
         let mut lease = match &self.pool {
             Some(pool) if may_ask && pooled => Some(
@@ -242,6 +327,11 @@ impl Forward for Upstream {
 
     fn unready(&self) -> Option<String> {
         self.health.unready()
+    }
+
+    fn tool(&self, name: &str) -> Option<ToolDef> {
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        tools.get(name).cloned()
     }
 
     fn session_ended(&self, session: &str) {

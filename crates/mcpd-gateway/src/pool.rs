@@ -18,7 +18,7 @@ use actix::prelude::*;
 use mcpd_protocol::{ErrorCode, ErrorObject};
 use tokio::sync::Notify;
 
-use crate::upstream::{Stop, UpstreamActor};
+use crate::upstream::{Stop, UpstreamActor, ABANDON_GRACE};
 
 /// Longest a call waits for a free child when all `pool_size` are busy.
 pub const WAIT: Duration = Duration::from_secs(5);
@@ -31,6 +31,9 @@ struct Member {
     /// A call that may ask the client is in flight on it.
     asking: bool,
     free_since: Instant,
+    /// Its last call was abandoned, and the child may still be running it
+    /// until then: no other call that may ask goes to it before.
+    tainted_until: Option<Instant>,
 }
 
 /// The children of one shared stdio upstream; the first is its shared
@@ -69,6 +72,7 @@ impl Pool {
             addr: first,
             asking: false,
             free_since: Instant::now(),
+            tainted_until: None,
         };
         Self {
             members: Mutex::new((1, vec![first])),
@@ -117,7 +121,9 @@ impl Pool {
             }
             !idle
         });
-        if let Some(m) = members.iter_mut().find(|m| !m.asking) {
+        let now = Instant::now();
+        let usable = |m: &Member| !m.asking && m.tainted_until.is_none_or(|t| t <= now);
+        if let Some(m) = members.iter_mut().find(|m| usable(m)) {
             m.asking = true;
             return Some(self.leased(m.key, m.addr.clone()));
         }
@@ -132,6 +138,7 @@ impl Pool {
             addr: addr.clone(),
             asking: true,
             free_since: Instant::now(),
+            tainted_until: None,
         });
         Some(self.leased(key, addr))
     }
@@ -170,6 +177,9 @@ impl Drop for Lease<'_> {
         } else if let Some(m) = members.iter_mut().find(|m| m.key == self.key) {
             m.asking = false;
             m.free_since = Instant::now();
+            // The first child, whose call was abandoned: others take the
+            // next asking calls while it stops that one.
+            m.tainted_until = (!self.answered).then(|| m.free_since + ABANDON_GRACE);
         }
         drop(guard);
         self.pool.freed.notify_one();

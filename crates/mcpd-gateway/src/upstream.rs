@@ -25,3 +25,4 @@ pub use actor::UpstreamActor;
 pub use caller::{call, handshake};
 pub use health::Health;
 pub use messages::{Abandon, Call, Event, EventSink, Handshake, Stop, UPSTREAM_VERSION};
+pub(crate) use routing::ABANDON_GRACE;

@@ -227,10 +227,18 @@ fn check_param_headers(req: &Request, h: &HeaderMap, state: &AppState) -> Result
     let Some(name) = req.target() else {
         return Ok(());
     };
-    let Some(tool) = state.node.server.registry.tool(name) else {
-        return Ok(());
+    // A local tool, or an upstream's as the gateway last listed it.
+    let server = &state.node.server;
+    let def = match server.registry.tool(name) {
+        Some(tool) => tool.definition(),
+        None => match server
+            .forwarder(req.server_id.as_deref())
+            .and_then(|f| f.tool(name))
+        {
+            Some(def) => def,
+            None => return Ok(()),
+        },
     };
-    let def = tool.definition();
     let Some(Value::Object(props)) = def.input_schema.get("properties") else {
         return Ok(());
     };

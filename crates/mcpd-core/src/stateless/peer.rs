@@ -171,6 +171,41 @@ impl Peer for StatelessPeer {
         self.park().await
     }
 
+    async fn request_all(
+        &self,
+        asks: Vec<(String, &'static str, Value)>,
+        timeout: Duration,
+    ) -> Vec<Result<Value, PeerError>> {
+        if let Some(task) = self.task() {
+            let asks = asks.into_iter().map(|(key, method, params)| async move {
+                task.request(&key, method, params, timeout).await
+            });
+            return futures_util::future::join_all(asks).await;
+        }
+        if asks.iter().all(|(key, ..)| self.answers.contains_key(key)) {
+            return asks
+                .iter()
+                .map(|(key, ..)| Ok(self.answers[key].clone()))
+                .collect();
+        }
+        // The unanswered ones, recorded at once: one `inputRequests`.
+        let may_ask = self.may_ask;
+        self.mrtr.update(|s| {
+            for (key, method, params) in asks {
+                if self.answers.contains_key(&key) {
+                    continue;
+                }
+                match may_ask {
+                    true => {
+                        s.inputs.insert(key, InputRequest::new(method, params));
+                    }
+                    false => s.misplaced = true,
+                }
+            }
+        });
+        self.park().await
+    }
+
     fn task_id(&self) -> Option<&TaskId> {
         self.started().map(|r| &r.task.id)
     }

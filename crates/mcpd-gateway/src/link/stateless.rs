@@ -25,8 +25,8 @@ use super::calls::{Calls, Round};
 use super::decode::read;
 use super::report::Reporter;
 use super::wire::{
-    call_id, client_of, complete, envelope, headers, is_sse, outcome_of, text_json,
-    CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, VERSION,
+    call_id, client_of, complete, envelope, headers, is_sse, outcome_of, text_json, ParamHeaders,
+    CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY, VERSION,
 };
 use crate::config::UpstreamConfig;
 
@@ -268,10 +268,12 @@ impl StatelessLink {
         let registration = registration.unwrap_or_else(|| self.register(id));
         round.sent += 1;
         let mut params = round.params.clone().unwrap_or_default();
+        let mut param_headers = None;
         let meta = params
             .entry("_meta")
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(m) = meta {
+            param_headers = m.remove(PARAM_HEADERS_KEY);
             // What the call's client declared, not more: the upstream must
             // not ask it what it cannot answer.
             let caps = m.remove(CLIENT_CAPABILITIES_KEY);
@@ -291,7 +293,7 @@ impl StatelessLink {
         let body =
             json!({"jsonrpc": "2.0", "id": wire_id, "method": round.method, "params": params});
         let exchange = Abortable::new(
-            self.exchange(id, &round.method, &params, &body),
+            self.exchange(id, &round.method, &params, &body, param_headers.as_ref()),
             registration,
         );
         let outcome = exchange.await;
@@ -316,9 +318,11 @@ impl StatelessLink {
         method: &str,
         params: &JsonObject,
         body: &Value,
+        param_headers: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
         let res = self
             .post_json(method, Some(params), body)
+            .headers_for_params(param_headers)
             .send()
             .await
             .map_err(|e| self.failed(format!("cannot reach {}: {e}", self.url)))?;

@@ -18,6 +18,10 @@ pub const INPUT_KEY: &str = "mcpd/inputKey";
 /// client declared: this link declares them to the upstream for the call;
 /// every other link takes the key off ([`without_private`]).
 pub const CLIENT_CAPABILITIES_KEY: &str = "mcpd/clientCapabilities";
+/// Where the gateway puts, in a `tools/call`'s `params._meta`, the
+/// `Mcp-Param-*` headers (name → argument value) its tool's schema asks
+/// for; this link sends them, the others take the key off.
+pub const PARAM_HEADERS_KEY: &str = "mcpd/paramHeaders";
 /// Most rounds of questions one call may take before it fails.
 pub(crate) const MAX_ROUNDS: u32 = 10;
 
@@ -27,6 +31,7 @@ pub fn without_private(mut msg: Message) -> Message {
     if let Message::Request(r) = &mut msg {
         if let Some(Value::Object(meta)) = r.params.as_mut().and_then(|p| p.get_mut("_meta")) {
             meta.remove(CLIENT_CAPABILITIES_KEY);
+            meta.remove(PARAM_HEADERS_KEY);
             if meta.is_empty() {
                 r.params.as_mut().map(|p| p.remove("_meta"));
             }
@@ -75,6 +80,26 @@ pub(crate) fn client_of(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     (client, headers)
+}
+
+/// `Mcp-Param-*` headers on a request (SEP-2243).
+pub(crate) trait ParamHeaders {
+    /// `Mcp-Param-{Name}` for each of `headers` (name → the argument's
+    /// value: a string, a number or a boolean), as the revision encodes it.
+    fn headers_for_params(self, headers: Option<&Value>) -> Self;
+}
+
+impl ParamHeaders for reqwest::RequestBuilder {
+    fn headers_for_params(mut self, headers: Option<&Value>) -> Self {
+        for (name, value) in headers.and_then(Value::as_object).into_iter().flatten() {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            self = self.header(format!("mcp-param-{name}"), header_value(&text));
+        }
+        self
+    }
 }
 
 /// Whether an answer is an SSE stream (else one JSON body).

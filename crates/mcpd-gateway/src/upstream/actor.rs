@@ -104,7 +104,7 @@ impl Handler<Abandon> for UpstreamActor {
     type Result = ();
 
     fn handle(&mut self, msg: Abandon, _ctx: &mut Context<Self>) {
-        if self.routes.abandon(msg.id, self.cfg.request_timeout()) {
+        if self.routes.abandon(msg.id, super::routing::ABANDON_GRACE) {
             let params = CancelledParams {
                 request_id: RequestId::Int(msg.id as i64),
                 reason: Some(msg.reason),

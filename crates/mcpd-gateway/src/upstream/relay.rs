@@ -6,9 +6,10 @@
 
 use actix::prelude::*;
 use mcpd_core::context::PeerError;
+use mcpd_core::RequestContext;
 use mcpd_protocol::jsonrpc::{Message, Notification, Request, Response};
 use mcpd_protocol::types::{parse_params_owned, JsonObject, LoggingMessageParams, ProgressParams};
-use mcpd_protocol::{methods, ErrorCode, ErrorObject};
+use mcpd_protocol::{methods, ErrorCode, ErrorObject, RequestId};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -16,30 +17,74 @@ use super::actor::UpstreamActor;
 use super::messages::{Event, Transmit};
 use super::routing::Waiting;
 
-/// One relayed question: asks the client, sends the answer upstream.
-type Ask = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+/// One question to relay: who asks it, its id upstream, what it asks,
+/// and the upstream's own key for it (a 2026-07-28 upstream's).
+struct Ask {
+    owner: RequestContext,
+    id: RequestId,
+    method: String,
+    params: Value,
+    key: Option<String>,
+}
 
 impl UpstreamActor {
-    /// What arrived together. The questions among them are asked together
-    /// (one future polling them all), so a client of the 2026-07-28
-    /// revision gets them in one `inputRequests`.
+    /// What arrived together. Several questions on one call's stream (a
+    /// 2026-07-28 upstream's round) are asked as one batch, so a client of
+    /// that revision gets them in one `inputRequests`; others one by one.
     pub(super) fn on_messages(
         &mut self,
         messages: Vec<Message>,
         related: Option<u64>,
         ctx: &mut Context<Self>,
     ) {
-        let mut asks: Vec<Ask> = Vec::new();
+        let mut asks = Vec::new();
         for msg in messages {
             match msg {
                 Message::Response(r) => self.on_response(r, ctx),
-                Message::Request(r) => asks.extend(self.on_request(r, related, ctx)),
+                Message::Request(r) => asks.extend(self.on_request(r, related)),
                 Message::Notification(n) => self.on_notification(n, related),
             }
         }
-        if !asks.is_empty() {
+        if asks.is_empty() {
+            return;
+        }
+        let (gen, addr) = (self.gen, ctx.address());
+        let reply = move |id: RequestId, outcome: Result<Value, PeerError>| {
+            let outcome = outcome.map_err(|e| match e {
+                PeerError::Client(e) => e,
+                e => ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string()),
+            });
+            let msg = Message::Response(Response { id, outcome });
+            addr.do_send(Transmit { gen, msg });
+        };
+        if related.is_some() && asks.len() > 1 {
+            let owner = asks[0].owner.clone();
+            let ids: Vec<RequestId> = asks.iter().map(|a| a.id.clone()).collect();
+            let batch = asks
+                .into_iter()
+                .map(|a| (a.key, a.method, a.params))
+                .collect();
             actix::spawn(async move {
-                futures_util::future::join_all(asks).await;
+                let answers = owner.ask_clients_as(batch).await;
+                let failed = answers.first().and_then(|a| a.as_ref().err()).cloned();
+                for (i, id) in ids.into_iter().enumerate() {
+                    let outcome = match answers.get(i) {
+                        Some(a) => a.clone(),
+                        None => Err(failed.clone().unwrap_or(PeerError::Gone)),
+                    };
+                    reply(id, outcome);
+                }
+            });
+            return;
+        }
+        for a in asks {
+            let reply = reply.clone();
+            actix::spawn(async move {
+                let outcome = a
+                    .owner
+                    .ask_client_as(a.key.as_deref(), &a.method, a.params)
+                    .await;
+                reply(a.id, outcome);
             });
         }
     }
@@ -58,14 +103,10 @@ impl UpstreamActor {
         }
     }
 
-    /// A question from the upstream, answered by the client it belongs to
-    /// (the returned future asks it).
-    fn on_request(
-        &mut self,
-        r: Request,
-        related: Option<u64>,
-        ctx: &mut Context<Self>,
-    ) -> Option<Ask> {
+    /// A question from the upstream, for the client it belongs to (asked
+    /// by [`Self::on_messages`]); `None` when answered here (`ping`) or
+    /// refused.
+    fn on_request(&mut self, r: Request, related: Option<u64>) -> Option<Ask> {
         let Request {
             id, method, params, ..
         } = r;
@@ -85,19 +126,15 @@ impl UpstreamActor {
             }));
             return None;
         };
-        let (gen, addr) = (self.gen, ctx.address());
         let mut params = params.unwrap_or_default();
         let key = take_input_key(&mut params);
-        let params = Value::Object(params);
-        Some(Box::pin(async move {
-            let outcome = match owner.ask_client_as(key.as_deref(), &method, params).await {
-                Ok(result) => Ok(result),
-                Err(PeerError::Client(e)) => Err(e),
-                Err(e) => Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, e.to_string())),
-            };
-            let msg = Message::Response(Response { id, outcome });
-            addr.do_send(Transmit { gen, msg });
-        }))
+        Some(Ask {
+            owner,
+            id,
+            method,
+            params: Value::Object(params),
+            key,
+        })
     }
 
     fn on_notification(&mut self, n: Notification, related: Option<u64>) {

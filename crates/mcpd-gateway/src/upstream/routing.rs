@@ -20,6 +20,13 @@ use crate::link::wire::CLIENT_CAPABILITIES_KEY;
 
 pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
 
+/// How long a cancelled call that may ask still counts as possibly asking:
+/// the upstream was told (`notifications/cancelled`) and should stop at
+/// once; a question in this window is refused rather than taken for
+/// another call's. (A pool child whose call was cancelled is not reused
+/// for as long: `pool.rs`.)
+pub(crate) const ABANDON_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Who waits for the answer to one of our requests.
 pub(super) enum Waiting {
     Handshake,
@@ -34,8 +41,8 @@ pub(super) enum Waiting {
     /// A call that may ask, abandoned by its caller (cancelled, timed out)
     /// but not yet answered: the upstream may still be running it, and a
     /// question it asks belongs to no client. Kept until its answer, the
-    /// link's end or `until`, so that such a question is never taken for
-    /// another call's.
+    /// link's end or `until`, so that such a question is not taken for
+    /// another call's while the upstream stops it.
     Abandoned {
         until: std::time::Instant,
     },
@@ -206,8 +213,8 @@ impl Routes {
 
     /// Forgets `id`'s caller; true when it was sent upstream (so the
     /// upstream should hear it was cancelled). A call that may ask stays
-    /// [`Waiting::Abandoned`] for `linger` (the upstream's request
-    /// timeout) unless answered first.
+    /// [`Waiting::Abandoned`] for `linger` ([`ABANDON_GRACE`]) unless
+    /// answered first.
     pub(super) fn abandon(&mut self, id: u64, linger: std::time::Duration) -> bool {
         self.queued.retain(|(q, _)| *q != id);
         self.resent.remove(&id);
