@@ -46,6 +46,7 @@ pub mod provide;
 pub mod provide_prompt;
 pub mod questions;
 pub mod registry;
+mod relayed;
 pub mod request;
 pub mod returns;
 pub mod sealed;
