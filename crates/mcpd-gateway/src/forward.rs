@@ -3,13 +3,14 @@
 //! relays a request through it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use actix::prelude::*;
 use async_trait::async_trait;
 use dashmap::DashMap;
 use mcpd_core::{Forward, RequestContext};
-use mcpd_protocol::types::{JsonObject, ListToolsResult, Tool as ToolDef};
+use mcpd_protocol::types::{JsonObject, Tool as ToolDef};
 use mcpd_protocol::{methods, ErrorCode, ErrorObject, Method};
 use serde_json::Value;
 
@@ -40,6 +41,8 @@ pub struct Upstream {
     /// change): the HTTP front checks `Mcp-Param-*` headers against them,
     /// and a 2026-07-28 link sends them.
     tools: RwLock<HashMap<String, ToolDef>>,
+    /// The latest listing of `tools` started.
+    listing: AtomicU64,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -73,6 +76,7 @@ impl Upstream {
             health,
             pool,
             tools: RwLock::default(),
+            listing: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&up);
         up.on_event(Arc::new(move |_, e| {
@@ -89,6 +93,7 @@ impl Upstream {
 
     /// Reads the upstream's tools (every page) into [`Self::tools`].
     async fn list_tools(&self) {
+        let generation = self.listing.fetch_add(1, Ordering::AcqRel) + 1;
         let mut all = HashMap::new();
         let mut cursor: Option<String> = None;
         for _ in 0..100 {
@@ -99,16 +104,27 @@ impl Upstream {
             let Ok(v) = self.call(methods::TOOLS_LIST, Some(params), None).await else {
                 return;
             };
-            let Ok(page) = serde_json::from_value::<ListToolsResult>(v) else {
-                return;
-            };
-            all.extend(page.tools.into_iter().map(|t| (t.name.clone(), t)));
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
+            // Tool by tool: one the types cannot read does not hide the rest.
+            let tools = v
+                .get("tools")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            all.extend(
+                tools
+                    .into_iter()
+                    .filter_map(|t| serde_json::from_value::<ToolDef>(t).ok())
+                    .map(|t| (t.name.clone(), t)),
+            );
+            match v.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => cursor = Some(c.to_owned()),
                 None => break,
             }
         }
-        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = all;
+        // Only the latest listing is kept (two may overlap).
+        if self.listing.load(Ordering::Acquire) == generation {
+            *self.tools.write().unwrap_or_else(|p| p.into_inner()) = all;
+        }
     }
 
     /// The `Mcp-Param-*` headers (name → value) a call of `params` needs,
@@ -320,6 +336,10 @@ impl Forward for Upstream {
         let params = params.map(|mut p| {
             p.remove("requestState");
             p.remove("inputResponses");
+            // The keys mcpd passes its links are its own, never a client's.
+            if let Some(Value::Object(meta)) = p.get_mut("_meta") {
+                meta.retain(|k, _| !k.starts_with("mcpd/"));
+            }
             p
         });
         self.call(method, params, Some(ctx)).await

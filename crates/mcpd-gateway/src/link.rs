@@ -73,15 +73,16 @@ impl Link {
 
     /// The handshake completed: a remote server may now stream to us
     /// unasked (a child always can).
-    pub fn connected(&self) {
+    /// `shared`: the upstream's shared connection, the one whose 2026-07-28
+    /// listen stream carries its list changes (a session's own would only
+    /// repeat them).
+    pub fn connected(&self, shared: bool) {
         match self {
             Self::Http(h) => {
-                actix::spawn(h.clone().listen());
+                actix::spawn(h.clone().listen(shared));
             }
-            Self::Stateless(s) => {
-                actix::spawn(s.clone().listen());
-            }
-            Self::Stdio(_) => {}
+            Self::Stateless(s) if shared => s.listen(),
+            Self::Stateless(_) | Self::Stdio(_) => {}
         }
     }
 }

@@ -22,6 +22,8 @@ use crate::upstream::{Stop, UpstreamActor, ABANDON_GRACE};
 
 /// Longest a call waits for a free child when all `pool_size` are busy.
 pub const WAIT: Duration = Duration::from_secs(5);
+/// How often a waiting call looks for a child again without a notice.
+const RECHECK: Duration = Duration::from_millis(250);
 /// A child beyond the first that has run no call for this long is stopped.
 pub const IDLE: Duration = Duration::from_secs(60);
 
@@ -97,7 +99,13 @@ impl Pool {
             if let Some(lease) = self.try_lease(&start) {
                 return Ok(lease);
             }
-            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+            // A child whose taint ends frees up without a notice: look
+            // again at least that often.
+            let next = deadline.min(tokio::time::Instant::now() + RECHECK);
+            if tokio::time::timeout_at(next, freed).await.is_ok() || next < deadline {
+                continue;
+            }
+            {
                 return Err(ErrorObject::new(
                     ErrorCode::OVERLOADED,
                     format!(

@@ -227,17 +227,15 @@ fn check_param_headers(req: &Request, h: &HeaderMap, state: &AppState) -> Result
     let Some(name) = req.target() else {
         return Ok(());
     };
-    // A local tool, or an upstream's as the gateway last listed it.
+    // The tool the call goes to: an upstream's (as the gateway last
+    // listed it) when the request is forwarded, else a local one.
     let server = &state.node.server;
-    let def = match server.registry.tool(name) {
-        Some(tool) => tool.definition(),
-        None => match server
-            .forwarder(req.server_id.as_deref())
-            .and_then(|f| f.tool(name))
-        {
-            Some(def) => def,
-            None => return Ok(()),
-        },
+    let def = match server.forwarder(req.server_id.as_deref()) {
+        Some(f) => f.tool(name),
+        None => server.registry.tool(name).map(|t| t.definition()),
+    };
+    let Some(def) = def else {
+        return Ok(());
     };
     let Some(Value::Object(props)) = def.input_schema.get("properties") else {
         return Ok(());

@@ -208,10 +208,14 @@ impl HttpLink {
     }
 
     /// The remote server's own stream (GET), for its notifications.
-    pub async fn listen(self: Arc<Self>) {
+    pub async fn listen(self: Arc<Self>, shared: bool) {
         if let Some(modern) = self.modern() {
-            // 2026-07-28 has no GET stream: a listen stands in for it.
-            return modern.clone().listen().await;
+            // 2026-07-28 has no GET stream: a listen stands in for it, on
+            // the shared connection.
+            if shared {
+                modern.listen();
+            }
+            return;
         }
         if let Ok(res) = self.request(reqwest::Method::GET).send().await {
             if res.status().is_success() {
@@ -230,7 +234,11 @@ impl HttpLink {
         let mut res = res;
         let mut last_id: Option<String> = None;
         let mut retry_ms = 1000;
-        for _ in 0..=MAX_RESUMES {
+        // Resumes that brought nothing new; a stream that keeps moving may
+        // be resumed as often as the server closes it.
+        let mut barren = 0;
+        loop {
+            let before = last_id.clone();
             let mut body = res.bytes_stream();
             let mut decoder = Decoder::new();
             while let Some(Ok(chunk)) = body.next().await {
@@ -258,6 +266,10 @@ impl HttpLink {
             let (Some(request), Some(from)) = (related, last_id.clone()) else {
                 return self.lost(related);
             };
+            barren = if last_id == before { barren + 1 } else { 0 };
+            if barren > MAX_RESUMES {
+                return self.lost(related);
+            }
             tokio::time::sleep(std::time::Duration::from_millis(retry_ms)).await;
             res = match self
                 .request(reqwest::Method::GET)
@@ -269,7 +281,6 @@ impl HttpLink {
                 _ => return self.lost(Some(request)),
             };
         }
-        self.lost(related)
     }
 
     /// A request's stream ended without its answer and cannot be resumed.
@@ -292,7 +303,7 @@ impl HttpLink {
     }
 }
 
-/// Most times one request's stream is resumed.
+/// Most resumes in a row that bring no new event before a request is lost.
 const MAX_RESUMES: usize = 5;
 
 /// Whether `messages` hold the answer to our request `id`.

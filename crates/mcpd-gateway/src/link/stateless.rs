@@ -128,7 +128,9 @@ impl StatelessLink {
     /// session era's notifications (the catalogue refreshes, the gateway's
     /// clients hear of it). Reopened, after a pause, when it ends; closed
     /// with the link.
-    pub async fn listen(self: Arc<Self>) {
+    pub fn listen(self: &Arc<Self>) {
+        // The handle is kept before the loop runs: a link dropped at once
+        // still stops it.
         let (abort, registration) = AbortHandle::new_pair();
         if let Some(old) = self
             .listening
@@ -139,19 +141,27 @@ impl StatelessLink {
             old.abort();
         }
         let this = self.clone();
-        let _ = Abortable::new(
-            async move {
-                loop {
-                    this.listen_once().await;
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                }
-            },
-            registration,
-        )
-        .await;
+        actix::spawn(async move {
+            let _ = Abortable::new(
+                async move {
+                    let mut pause = std::time::Duration::from_secs(1);
+                    // Ends when the upstream refuses to listen (it has no
+                    // such stream, or not for us): asking again would not help.
+                    while this.listen_once().await {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(std::time::Duration::from_secs(30));
+                    }
+                },
+                registration,
+            )
+            .await;
+        });
     }
 
-    async fn listen_once(&self) {
+    /// One listen stream, read to its end. `false`: the upstream refused
+    /// it (no stream of notifications); `true`: it ended or could not be
+    /// reached, and may be tried again.
+    async fn listen_once(&self) -> bool {
         let params = json!({"_meta": envelope(None), "notifications": {
             "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}});
         let body = json!({"jsonrpc": "2.0", "id": "mcpd-listen", "method": methods::SUBSCRIPTIONS_LISTEN, "params": params});
@@ -160,10 +170,11 @@ impl StatelessLink {
             .send()
             .await
         else {
-            return;
+            return true;
         };
-        if !res.status().is_success() {
-            return;
+        if !res.status().is_success() || !is_sse(&res) {
+            tracing::info!(upstream = %self.reporter.upstream, status = %res.status(), "the upstream offers no subscriptions/listen stream: its list changes are read at each connection");
+            return false;
         }
         let mut stream = res.bytes_stream();
         let mut decoder = Decoder::new();
@@ -190,10 +201,11 @@ impl StatelessLink {
                     .deliver(vec![Message::Notification(n)], None)
                     .await
                 {
-                    return;
+                    return false;
                 }
             }
         }
+        true
     }
 
     /// What the actor sends: a request becomes a call (its `initialize`,

@@ -64,7 +64,7 @@ impl UpstreamActor {
             self.send(request);
         }
         if let Some(link) = &self.link {
-            link.connected();
+            link.connected(self.shared);
         }
         (self.events)(&self.cfg.id, &Event::Connected);
     }
