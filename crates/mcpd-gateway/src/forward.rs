@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use tracing::Instrument;
 
-use crate::config::{Share, UpstreamConfig};
+use crate::config::{Protocol, Share, UpstreamConfig};
 use crate::link::wire::PARAM_HEADERS_KEY;
 use crate::pool::Pool;
 use crate::trace;
@@ -235,9 +235,9 @@ impl Upstream {
         let session = ctx.as_ref().and_then(|c| c.session_id().map(str::to_owned));
         let may_ask = Method::parse(method).is_some_and(|m| m.info().may_ask);
         // The `Mcp-Param-*` headers a 2026-07-28 link sends with the call
-        // (other links take them off).
+        // (a link of the session era is never given them).
         let mut params = params;
-        if method == methods::TOOLS_CALL {
+        if method == methods::TOOLS_CALL && self.cfg.protocol != Protocol::Session {
             if let Some(p) = params.as_mut() {
                 let headers = self.param_headers(p);
                 if !headers.is_empty() {

@@ -52,7 +52,7 @@ impl Link {
 
     pub fn send(&self, msg: Message) {
         match self {
-            Self::Stdio(s) => s.send(&wire::without_private(msg)),
+            Self::Stdio(s) => s.send(&msg),
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
             }
@@ -63,7 +63,7 @@ impl Link {
     }
 
     /// The 2026-07-28 link, when this is one (or `auto` found it).
-    fn modern(&self) -> Option<&Arc<stateless::StatelessLink>> {
+    pub fn modern(&self) -> Option<&Arc<stateless::StatelessLink>> {
         match self {
             Self::Stateless(s) => Some(s),
             Self::Http(h) => h.modern(),

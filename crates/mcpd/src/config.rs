@@ -155,8 +155,8 @@ impl Config {
     }
 
     /// Each setting that needs a Cargo feature this build lacks, refused
-    /// by name. Loading checks it (in [`Config::validate`]'s order); a
-    /// server started from a `Config` built by hand checks it here.
+    /// by name: first when loading ([`Config::validate`]), and again by
+    /// `build()` for a `Config` made by hand.
     pub(crate) fn check_features(&self) -> Result<(), ConfigError> {
         use error::needs_feature;
         let missing = [
@@ -203,6 +203,7 @@ impl Config {
     /// What types alone cannot check. The order decides which key a file
     /// with several mistakes is told about first.
     fn validate(&self) -> Result<(), ConfigError> {
+        self.check_features()?;
         self.tls.validate()?;
         self.rate_limit.validate()?;
         self.auth.validate()?;

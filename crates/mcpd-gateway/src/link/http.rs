@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::decode::read;
 use super::report::Reporter;
 use super::stateless::{Discovery, StatelessLink};
-use super::wire::{client_of, is_sse, without_private};
+use super::wire::{client_of, is_sse};
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {
@@ -120,7 +120,6 @@ impl HttpLink {
                 return modern.clone().post(msg).await;
             }
         }
-        let msg = without_private(msg);
         let related = match request_id {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),
             _ => None,

@@ -16,29 +16,14 @@ pub const VERSION: &str = "2026-07-28";
 pub const INPUT_KEY: &str = "mcpd/inputKey";
 /// Where the actor puts, in a call's `params._meta`, the capabilities its
 /// client declared: this link declares them to the upstream for the call;
-/// every other link takes the key off ([`without_private`]).
+/// no other link is given it (`upstream/routing.rs` `start_call`).
 pub const CLIENT_CAPABILITIES_KEY: &str = "mcpd/clientCapabilities";
 /// Where the gateway puts, in a `tools/call`'s `params._meta`, the
 /// `Mcp-Param-*` headers (name → argument value) its tool's schema asks
-/// for; this link sends them, the others take the key off.
+/// for; this link sends them, and no other link is given them.
 pub const PARAM_HEADERS_KEY: &str = "mcpd/paramHeaders";
 /// Most rounds of questions one call may take before it fails.
 pub(crate) const MAX_ROUNDS: u32 = 10;
-
-/// `msg` without what the actor meant for this link only: for an upstream
-/// of the session era.
-pub fn without_private(mut msg: Message) -> Message {
-    if let Message::Request(r) = &mut msg {
-        if let Some(Value::Object(meta)) = r.params.as_mut().and_then(|p| p.get_mut("_meta")) {
-            meta.remove(CLIENT_CAPABILITIES_KEY);
-            meta.remove(PARAM_HEADERS_KEY);
-            if meta.is_empty() {
-                r.params.as_mut().map(|p| p.remove("_meta"));
-            }
-        }
-    }
-    msg
-}
 
 /// Our id of the actor's request (it numbers them from 1).
 pub(crate) fn call_id(id: &RequestId) -> Option<u64> {

@@ -64,6 +64,11 @@ impl UpstreamActor {
         &self.cfg.id
     }
 
+    /// Whether the current link speaks 2026-07-28 (known once connected).
+    pub(super) fn speaks_2026(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.modern().is_some())
+    }
+
     /// Sends one message on the current link, if there is one.
     pub(super) fn send(&self, msg: Message) {
         if let Some(link) = &self.link {
@@ -87,7 +92,7 @@ impl Handler<Call> for UpstreamActor {
     fn handle(&mut self, call: Call, ctx: &mut Context<Self>) -> u64 {
         let id = self.routes.next_id();
         if self.life.is_up() {
-            let request = self.routes.start_call(id, call);
+            let request = self.routes.start_call(id, call, self.speaks_2026());
             self.send(request);
         } else if let Some(why) = self.life.down_reason(Instant::now()) {
             // Restarting after a failure: fail fast rather than hang.

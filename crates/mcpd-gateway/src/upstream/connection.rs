@@ -60,7 +60,7 @@ impl UpstreamActor {
             let _ = h.send(Ok(init.clone()));
         }
         for (id, call) in self.routes.take_queued() {
-            let request = self.routes.start_call(id, call);
+            let request = self.routes.start_call(id, call, self.speaks_2026());
             self.send(request);
         }
         if let Some(link) = &self.link {

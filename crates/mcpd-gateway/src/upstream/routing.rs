@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::messages::{Call, UPSTREAM_VERSION};
 use crate::config::Share;
-use crate::link::wire::CLIENT_CAPABILITIES_KEY;
+use crate::link::wire::{CLIENT_CAPABILITIES_KEY, PARAM_HEADERS_KEY};
 
 pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
 
@@ -128,7 +128,10 @@ impl Routes {
     }
 
     /// The request that relays `call` upstream as `id`, its answer awaited.
-    pub(super) fn start_call(&mut self, id: u64, call: Call) -> Message {
+    /// `modern`: the link speaks 2026-07-28, and gets (under private
+    /// `_meta` keys, `link/wire.rs`) the calling client's capabilities and
+    /// the call's `Mcp-Param-*` headers; another link gets neither.
+    pub(super) fn start_call(&mut self, id: u64, call: Call, modern: bool) -> Message {
         let Call {
             method,
             mut params,
@@ -139,35 +142,33 @@ impl Routes {
             .as_ref()
             .filter(|c| c.wants_progress())
             .map(|_| Value::from(format!("mcpd-{id}")));
-        if let Some(p) = params.as_mut() {
-            // The downstream token is the client's; the upstream gets ours.
-            if let Some(Value::Object(meta)) = p.get_mut("_meta") {
-                meta.remove("progressToken");
-                if meta.is_empty() {
-                    p.remove("_meta");
-                }
-            }
-        }
+        let mut meta = params
+            .as_mut()
+            .and_then(|p| p.remove("_meta"))
+            .and_then(|m| match m {
+                Value::Object(m) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_default();
+        // The downstream token is the client's; the upstream gets ours.
+        meta.remove("progressToken");
         if let Some(t) = &token {
-            let p = params.get_or_insert_with(JsonObject::new);
-            let meta = p
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(JsonObject::new()));
-            if let Value::Object(m) = meta {
-                m.insert("progressToken".into(), t.clone());
+            meta.insert("progressToken".into(), t.clone());
+        }
+        match (modern, ctx.as_ref()) {
+            (true, Some(c)) => {
+                let caps = serde_json::to_value(c.client_capabilities()).unwrap_or_default();
+                meta.insert(CLIENT_CAPABILITIES_KEY.into(), caps);
+            }
+            (true, None) => {}
+            (false, _) => {
+                meta.remove(PARAM_HEADERS_KEY);
             }
         }
-        // The client's capabilities, for a link that declares them per
-        // request (2026-07-28); the others take them off.
-        if let Some(c) = ctx.as_ref() {
-            let caps = serde_json::to_value(c.client_capabilities()).unwrap_or_default();
-            let p = params.get_or_insert_with(JsonObject::new);
-            if let Value::Object(m) = p
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(JsonObject::new()))
-            {
-                m.insert(CLIENT_CAPABILITIES_KEY.into(), caps);
-            }
+        if !meta.is_empty() {
+            params
+                .get_or_insert_with(JsonObject::new)
+                .insert("_meta".into(), Value::Object(meta));
         }
         let may_ask = Method::parse(&method).is_some_and(|m| m.info().may_ask);
         self.pending.insert(
@@ -375,12 +376,10 @@ mod tests {
         }
     }
 
-    /// The params a session-era upstream gets (the link takes off what
-    /// was meant for a 2026-07-28 link).
     fn params(m: &Message) -> Value {
-        match crate::link::wire::without_private(m.clone()) {
-            Message::Request(r) => Value::Object(r.params.unwrap_or_default()),
-            m => panic!("not a request: {m:?}"),
+        match m {
+            Message::Request(r) => Value::Object(r.params.clone().unwrap_or_default()),
+            _ => panic!("not a request: {m:?}"),
         }
     }
 
@@ -389,7 +388,7 @@ mod tests {
         let mut r = Routes::new(Share::Shared);
         let with_token = json!({"name": "x", "_meta": {"progressToken": "client-token"}});
         let id = r.next_id();
-        let m = r.start_call(id, call(Some(ctx(1, true)), with_token.clone()));
+        let m = r.start_call(id, call(Some(ctx(1, true)), with_token.clone()), false);
         assert_eq!(
             params(&m),
             json!({"name": "x", "_meta": {"progressToken": format!("mcpd-{id}")}})
@@ -398,7 +397,7 @@ mod tests {
         assert!(r.progress_owner(&json!("client-token")).is_none());
         // A client that asked for no progress: its stray token is dropped.
         let id = r.next_id();
-        let m = r.start_call(id, call(Some(ctx(2, false)), with_token));
+        let m = r.start_call(id, call(Some(ctx(2, false)), with_token), false);
         assert_eq!(params(&m), json!({"name": "x"}));
     }
 
@@ -407,10 +406,10 @@ mod tests {
         let mut r = Routes::new(Share::Shared);
         assert!(r.owner(None).is_none());
         let a = r.next_id();
-        r.start_call(a, call(Some(ctx(10, false)), json!({})));
+        r.start_call(a, call(Some(ctx(10, false)), json!({})), false);
         assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(10));
         let b = r.next_id();
-        r.start_call(b, call(Some(ctx(20, false)), json!({})));
+        r.start_call(b, call(Some(ctx(20, false)), json!({})), false);
         assert!(r.owner(None).is_none());
         // On a request's own response stream, that request's client.
         assert_eq!(r.owner(Some(b)).unwrap().request_id(), &RequestId::Int(20));
@@ -430,14 +429,14 @@ mod tests {
             ..call(Some(ctx(n, false)), json!({}))
         };
         let a = r.next_id();
-        r.start_call(a, list(1));
+        r.start_call(a, list(1), false);
         let b = r.next_id();
-        r.start_call(b, ask(2));
+        r.start_call(b, ask(2), false);
         // Two calls in flight: a log line has no owner, a question has one.
         assert!(r.owner(None).is_none());
         assert_eq!(r.asker(None).unwrap().request_id(), &RequestId::Int(2));
         let c = r.next_id();
-        r.start_call(c, ask(3));
+        r.start_call(c, ask(3), false);
         assert!(r.asker(None).is_none(), "two calls that may ask: ambiguous");
         assert_eq!(r.asker(Some(c)).unwrap().request_id(), &RequestId::Int(3));
     }
@@ -446,10 +445,10 @@ mod tests {
     fn an_abandoned_call_s_question_reaches_no_one() {
         let mut r = Routes::new(Share::Shared);
         let a = r.next_id();
-        r.start_call(a, call(Some(ctx(1, false)), json!({})));
+        r.start_call(a, call(Some(ctx(1, false)), json!({})), false);
         assert!(r.abandon(a, Duration::from_secs(60)));
         let b = r.next_id();
-        r.start_call(b, call(Some(ctx(2, false)), json!({})));
+        r.start_call(b, call(Some(ctx(2, false)), json!({})), false);
         // The upstream may still run A: a question is not surely B's.
         assert!(r.asker(None).is_none());
         // Nor does a message on A's own stream go to B.
@@ -467,7 +466,7 @@ mod tests {
         let mut r = Routes::new(Share::Session);
         for n in [1, 2] {
             let id = r.next_id();
-            r.start_call(id, call(Some(ctx(n, false)), json!({})));
+            r.start_call(id, call(Some(ctx(n, false)), json!({})), false);
         }
         assert_eq!(r.owner(None).unwrap().request_id(), &RequestId::Int(2));
     }

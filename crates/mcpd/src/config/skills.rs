@@ -34,9 +34,6 @@ impl SkillsSection {
         if self.dir.is_empty() {
             return Ok(());
         }
-        if cfg!(not(feature = "skills")) {
-            return Err(super::error::needs_feature("skills.dir", "skills"));
-        }
         match std::fs::metadata(&self.dir) {
             Ok(m) if m.is_dir() => Ok(()),
             Ok(_) => Err(bad(

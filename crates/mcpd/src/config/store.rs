@@ -109,9 +109,6 @@ impl StoreSection {
         if self.backend != StoreBackend::Redis {
             return Ok(());
         }
-        if cfg!(not(feature = "redis")) {
-            return Err(super::error::needs_feature("store.backend", "redis"));
-        }
         if self.redis_url.trim().is_empty() {
             return Err(bad(
                 "store.redis_url",

@@ -42,9 +42,6 @@ impl TlsSection {
                 "set both tls.cert_file and tls.key_file (or neither)",
             ));
         }
-        if cfg!(not(feature = "tls")) && self.enabled() {
-            return Err(super::error::needs_feature("tls.cert_file", "tls"));
-        }
         Ok(())
     }
 }
