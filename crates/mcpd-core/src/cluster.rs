@@ -18,6 +18,6 @@ mod shared;
 #[cfg(test)]
 mod tests;
 
-pub use contract::{Cluster, Control, Inbox};
+pub use contract::{Cluster, Control, Inbox, RelayItem};
 pub use local::Local;
 pub use shared::Shared;

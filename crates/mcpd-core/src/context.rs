@@ -90,15 +90,16 @@ pub trait Peer: Send + Sync + 'static {
         PeerError::MissingCapability(capability)
     }
     /// The client's answer to `key` did not have the expected shape. The
-    /// stateless era asks again; the session era fails the call.
-    async fn invalid_answer(
+    /// stateless era asks again (the answer to the new question is
+    /// returned); the session era fails the call.
+    async fn ask_again(
         &self,
         _key: &str,
         _method: &'static str,
         _params: Value,
         error: String,
-    ) -> PeerError {
-        PeerError::Malformed(error)
+    ) -> Result<Value, PeerError> {
+        Err(PeerError::Malformed(error))
     }
     /// A hint that this request will run long: the transport may close the
     /// client's connection and let it resume later (2025-11-25 SSE polling).
@@ -381,18 +382,19 @@ impl RequestContext {
         method: &'static str,
         params: Value,
     ) -> Result<T, PeerError> {
-        let v = self
-            .inner
-            .peer
+        let peer = &self.inner.peer;
+        let mut v = peer
             .request(key, method, params.clone(), self.inner.ask_timeout)
             .await?;
-        match serde_json::from_value(v) {
-            Ok(t) => Ok(t),
-            Err(e) => Err(self
-                .inner
-                .peer
-                .invalid_answer(key, method, params, e.to_string())
-                .await),
+        loop {
+            match serde_json::from_value(v) {
+                Ok(t) => return Ok(t),
+                Err(e) => {
+                    v = peer
+                        .ask_again(key, method, params.clone(), e.to_string())
+                        .await?
+                }
+            }
         }
     }
 

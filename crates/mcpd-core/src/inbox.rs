@@ -1,26 +1,37 @@
 //! The one inbox of a replica: every control message another replica sends
 //! arrives here (`Cluster::start`) and goes to the part of core it is for —
-//! a task's to the task service, a session's to the endpoint's session
-//! table that holds it. Control messages are delivered inside core; the
+//! a task's to the task service, a resumed round's to the parking table,
+//! a session's to the endpoint's session table that holds it. Control messages are delivered inside core; the
 //! binary only hands the tables over.
 
 use std::sync::Arc;
 
 use crate::cluster::{Control, Inbox};
 use crate::sessions::SessionTable;
+use crate::stateless::Parking;
 use crate::tasks::Tasks;
 
-/// Every endpoint's session table and the task service of one replica.
+/// Every endpoint's session table, the task service and the parking
+/// table of one replica.
 pub struct ReplicaInbox {
     tables: Vec<Arc<SessionTable>>,
     tasks: Option<Arc<Tasks>>,
+    parking: Option<Arc<Parking>>,
 }
 
 impl ReplicaInbox {
     /// `tables`: one per endpoint, the main one (`/mcp`) first.
-    pub fn new(tables: Vec<Arc<SessionTable>>, tasks: Option<Arc<Tasks>>) -> Self {
+    pub fn new(
+        tables: Vec<Arc<SessionTable>>,
+        tasks: Option<Arc<Tasks>>,
+        parking: Option<Arc<Parking>>,
+    ) -> Self {
         assert!(!tables.is_empty(), "a replica serves at least one endpoint");
-        Self { tables, tasks }
+        Self {
+            tables,
+            tasks,
+            parking,
+        }
     }
 }
 
@@ -30,6 +41,9 @@ impl Inbox for ReplicaInbox {
     /// the same) to the first.
     fn deliver(&self, msg: Control) {
         if self.tasks.as_ref().is_some_and(|t| t.on_control(&msg)) {
+            return;
+        }
+        if self.parking.as_ref().is_some_and(|p| p.on_control(&msg)) {
             return;
         }
         let held = |t: &&Arc<SessionTable>| msg.session().is_some_and(|s| t.get(s).is_some());
@@ -59,6 +73,7 @@ mod tests {
                 main.node.sessions.clone(),
                 passthrough.node.sessions.clone(),
             ],
+            None,
             None,
         );
         inbox.deliver(Control::End {

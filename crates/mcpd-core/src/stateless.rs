@@ -4,16 +4,21 @@
 //! A request runs in the same request actor and the same dispatch as in
 //! the session era; only its peer differs. The stateless peer writes
 //! progress and logs straight to the request's response stream, and answers
-//! `ctx.elicit_with_schema(..)` from `inputResponses` when the client already gave the
-//! answer, or else records the question and parks the handler: the request
-//! then ends with an `InputRequiredResult` whose sealed `requestState`
-//! carries every answer so far. The client's retry re-runs the handler with
-//! all answers at hand, on any replica that has the same key ring.
+//! `ctx.elicit_with_schema(..)` from the answers the client gave, or else
+//! records the question: the round then ends with an `InputRequiredResult`
+//! whose sealed `requestState` carries every answer so far and names the
+//! call, which waits *parked* (alive, the handler where it asked) for the
+//! retry. The retry resumes it: the handler runs once across all rounds.
+//! When the call is gone (its deadline passed, its replica died, a bound
+//! refused to park it) the retry re-runs the handler with all answers at
+//! hand, on any replica that has the same key ring, as the revision says.
 //!
 //! Layout: `entry.rs` is the way in ([`Stateless::handle`]: routed by the
 //! method table, each route answered); `envelope.rs` reads the `_meta`
-//! envelope ([`StatelessMeta`]); `run.rs` runs a catalogue request (MRTR,
-//! tasks); `peer.rs` is the stateless era's `Peer`. This file holds
+//! envelope ([`StatelessMeta`]); `run.rs` starts a catalogue request
+//! (MRTR, tasks); `rounds.rs` drives it across rounds and resumes a parked
+//! one; `call.rs` is one call's rounds; `park.rs` the parking table;
+//! `peer.rs` is the stateless era's `Peer`. This file holds
 //! [`Stateless`] and what every route shares (decoration, discovery,
 //! response streams, listening).
 
@@ -37,15 +42,20 @@ use crate::stream::{StreamReceiver, StreamSender};
 use crate::tasks::Tasks;
 
 mod answer;
+mod call;
 mod entry;
 mod envelope;
+mod park;
 mod peer;
+mod relay;
+mod rounds;
 mod run;
 #[cfg(test)]
 mod tests;
 
 pub use answer::Answer;
 pub use envelope::StatelessMeta;
+pub use park::{ParkLimits, Parking};
 
 /// The stateless era's way into core.
 pub struct Stateless {
@@ -58,12 +68,15 @@ pub struct Stateless {
     budgets: mcpd_store::Budgets,
     /// The Tasks extension (`None`: off, or an endpoint without tasks).
     tasks: Option<Arc<Tasks>>,
+    /// Where calls wait between rounds (one table per replica).
+    parking: Arc<Parking>,
 }
 
 impl Stateless {
     /// The stateless core of one endpoint, beside its session-era [`crate::Node`]
     /// (sharing its server and change feed); `keys` seal `requestState`,
-    /// `cache` is the default cache hints, `tasks` the Tasks extension if on.
+    /// `cache` is the default cache hints, `tasks` the Tasks extension if
+    /// on, `parking` the replica's table of calls waiting between rounds.
     pub fn new(
         server: Arc<McpServer>,
         stats: Arc<Stats>,
@@ -71,6 +84,7 @@ impl Stateless {
         keys: KeyRing,
         cache: CacheHints,
         tasks: Option<Arc<Tasks>>,
+        parking: Arc<Parking>,
     ) -> Arc<Self> {
         Arc::new(Self {
             budgets: mcpd_store::Budgets::new([server.buffers.clone()]),
@@ -80,6 +94,7 @@ impl Stateless {
             keys,
             cache,
             tasks,
+            parking,
         })
     }
 

@@ -177,6 +177,11 @@ impl StreamSender {
         self.0.budgets.take(n);
         inner.bytes += n;
         inner.queue.push_back(item);
+        let waker = inner.waker.take();
+        drop(inner);
+        if let Some(w) = waker {
+            w.wake();
+        }
         Ok(())
     }
 
@@ -210,23 +215,43 @@ impl StreamSender {
         .await
     }
 
+    /// A handle that tells when the receiver is gone without being a
+    /// sender itself (holding it does not keep the stream open).
+    pub fn watch(&self) -> Hangup {
+        Hangup(self.0.clone())
+    }
+
     /// Resolves when the receiver is gone (the client disconnected).
     pub async fn closed(&self) {
-        std::future::poll_fn(|cx| {
-            let mut inner = self.0.lock();
-            if !inner.receiver {
-                return Poll::Ready(());
-            }
-            if !inner
-                .waiting_senders
-                .iter()
-                .any(|w| w.will_wake(cx.waker()))
-            {
-                inner.waiting_senders.push(cx.waker().clone());
-            }
-            Poll::Pending
-        })
-        .await
+        receiver_gone(&self.0).await
+    }
+}
+
+async fn receiver_gone(shared: &Shared) {
+    std::future::poll_fn(|cx| {
+        let mut inner = shared.lock();
+        if !inner.receiver {
+            return Poll::Ready(());
+        }
+        if !inner
+            .waiting_senders
+            .iter()
+            .any(|w| w.will_wake(cx.waker()))
+        {
+            inner.waiting_senders.push(cx.waker().clone());
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Tells when a stream's receiver is gone ([`StreamSender::watch`]).
+pub struct Hangup(Arc<Shared>);
+
+impl Hangup {
+    /// Resolves when the receiver is gone (the client disconnected).
+    pub async fn hung_up(&self) {
+        receiver_gone(&self.0).await
     }
 }
 

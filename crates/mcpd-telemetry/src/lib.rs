@@ -40,6 +40,11 @@ pub struct Metrics {
     pub sse_events: IntCounter,
     pub sse_resumptions: IntCounterVec,
     pub request_state_refused: IntCounterVec,
+    /// Stateless-era calls waiting parked between rounds, and their bytes.
+    pub parked_calls: IntGauge,
+    pub parked_bytes: IntGauge,
+    /// What became of parked calls and of the retries that name them.
+    pub parked_calls_total: IntCounterVec,
     pub sse_replayed_events: IntCounter,
     pub event_log_append: HistogramVec,
     pub event_log_errors: IntCounterVec,
@@ -75,6 +80,17 @@ pub struct Metrics {
 
 /// The outcome label values of request and tool-call counters.
 pub const OUTCOMES: [&str; 5] = ["ok", "error", "tool_error", "input_required", "cancelled"];
+
+/// The `outcome` labels of `mcpd_parked_calls_total`.
+pub const PARK_OUTCOMES: [&str; 7] = [
+    "parked",
+    "resumed",
+    "resumed_remote",
+    "expired",
+    "full",
+    "full_principal",
+    "missed",
+];
 
 /// One label value's request counters (by outcome) and its operation
 /// duration series that carry no error (by protocol revision), each
@@ -238,6 +254,9 @@ impl Metrics {
             sse_events: c("mcpd_sse_events_sent_total", "SSE events written to clients (after being logged)."),
             sse_resumptions: cv("mcpd_sse_resumptions_total", "GET requests with Last-Event-ID, by result (ok, unknown, expired, gap, unavailable).", &["result"]),
             request_state_refused: cv("mcpd_request_state_refused_total", "MRTR requestState tokens refused, by reason (malformed, unknown_key, altered, expired).", &["reason"]),
+            parked_calls: g("mcpd_parked_calls", "2026-07-28 calls waiting parked between rounds for the retry that brings their answers."),
+            parked_bytes: g("mcpd_parked_bytes", "Bytes held by parked calls (handler state, answers, questions)."),
+            parked_calls_total: cv("mcpd_parked_calls_total", "Parked 2026-07-28 calls by what became of them or of the retry naming them (parked, resumed, resumed_remote, expired, full, full_principal, missed).", &["outcome"]),
             sse_replayed_events: c("mcpd_sse_replayed_events_total", "Events replayed to clients that resumed a stream."),
             event_log_append: hv("mcpd_event_log_append_seconds", "Latency of one event-log append batch (a flush), by backend.", &["backend"]),
             event_log_errors: cv("mcpd_event_log_errors_total", "Failed event-log operations, by backend.", &["backend"]),
@@ -301,6 +320,9 @@ impl Metrics {
         }
         for reason in ["malformed", "unknown_key", "altered", "expired"] {
             m.request_state_refused.with_label_values(&[reason]);
+        }
+        for outcome in PARK_OUTCOMES {
+            m.parked_calls_total.with_label_values(&[outcome]);
         }
         m
     }

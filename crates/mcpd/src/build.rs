@@ -80,14 +80,27 @@ pub(crate) fn build_on(
             mcpd_core::TaskConfig::from(&config.tasks),
         )
     });
-    let mut core = core_for(config, server, stats.clone(), &stores, tasks.clone());
+    // One parking table for the replica: park ids are random.
+    let parking = mcpd_core::stateless::Parking::new(
+        stores.cluster.clone(),
+        (&config.stateless).into(),
+        metrics.clone(),
+    );
+    let mut core = core_for(
+        config,
+        server,
+        stats.clone(),
+        &stores,
+        tasks.clone(),
+        &parking,
+    );
     for task in background {
         actix_rt::spawn(task);
     }
     for (id, s) in gateway.endpoints(config, &metrics) {
         // Pass-through endpoints offer no tasks: the upstream's own are
         // its business.
-        let c = core_for(config, Arc::new(s), stats.clone(), &stores, None);
+        let c = core_for(config, Arc::new(s), stats.clone(), &stores, None, &parking);
         core.upstreams.push((id, c));
     }
     // One bus subscriber for the process: a control message names its
@@ -101,7 +114,7 @@ pub(crate) fn build_on(
     stores
         .cluster
         .clone()
-        .start(Arc::new(ReplicaInbox::new(tables, tasks)));
+        .start(Arc::new(ReplicaInbox::new(tables, tasks, Some(parking))));
     stores.share(config);
     Ok(core)
 }
@@ -113,6 +126,7 @@ fn core_for(
     stats: Arc<Stats>,
     stores: &Stores,
     tasks: Option<Arc<mcpd_core::Tasks>>,
+    parking: &Arc<mcpd_core::stateless::Parking>,
 ) -> Endpoint {
     let node = Node::new(
         server.clone(),
@@ -129,6 +143,7 @@ fn core_for(
         stores.keys.clone(),
         mcpd_core::CacheHints::from(&config.stateless),
         tasks,
+        parking.clone(),
     );
     Endpoint {
         node,

@@ -94,6 +94,42 @@ pub enum Control {
         /// The task.
         id: TaskId,
     },
+    /// The retry of round `round` of call `park`, which the addressed
+    /// replica holds parked (the 2026-07-28 era): resume it with
+    /// `answers`, sending the round's messages to `reply` as [`Control::Relay`]
+    /// on channel `ch`.
+    Resume {
+        /// The parked call.
+        park: String,
+        /// The round that answered `input_required`.
+        round: u64,
+        /// Every answer so far.
+        answers: mcpd_protocol::types::JsonObject,
+        /// The retry's JSON-RPC id (the round's answer carries it).
+        id: RequestId,
+        /// The retry's progress token.
+        progress: Option<Value>,
+        /// The retry's log level.
+        log: Option<mcpd_protocol::types::LoggingLevel>,
+        /// The replica the client is on.
+        reply: ReplicaId,
+        /// The channel the round's messages go out on.
+        ch: String,
+    },
+    /// Message `seq` (from 0) of a resumed round on channel `ch`.
+    Relay {
+        /// The channel ([`Control::Resume`]).
+        ch: String,
+        /// Its place on the channel (the bus may reorder).
+        seq: u64,
+        /// The message.
+        item: RelayItem,
+    },
+    /// The client of channel `ch` left: the addressed replica stops the round.
+    Unrelay {
+        /// The channel ([`Control::Resume`]).
+        ch: String,
+    },
     /// Task `id`'s status changed (broadcast): replicas whose listen
     /// streams watch it read its record.
     TaskChanged {
@@ -116,7 +152,12 @@ impl Control {
             | Control::Tail { s, .. }
             | Control::GetMoved { s, .. }
             | Control::Gone { s, .. } => Some(s),
-            Control::Ack { .. } | Control::Task { .. } | Control::TaskChanged { .. } => None,
+            Control::Ack { .. }
+            | Control::Task { .. }
+            | Control::TaskChanged { .. }
+            | Control::Resume { .. }
+            | Control::Relay { .. }
+            | Control::Unrelay { .. } => None,
         }
     }
 
@@ -124,6 +165,30 @@ impl Control {
     pub fn to_bytes(&self) -> Bytes {
         Bytes::from(serde_json::to_vec(self).unwrap_or_default())
     }
+}
+
+/// One message of a round resumed on another replica ([`Control::Relay`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case")]
+pub enum RelayItem {
+    /// The call was parked there at that round: its messages follow.
+    Accepted,
+    /// No such call is parked there (gone, expired, resumed already).
+    Missing,
+    /// The round's answer as a JSON body.
+    Json {
+        /// The JSON-RPC response.
+        data: String,
+        /// Its error code, when it is an error.
+        error: Option<i64>,
+    },
+    /// An SSE event (a notification, or the answer after one).
+    Event {
+        /// The JSON-RPC message.
+        data: String,
+    },
+    /// The round is over: nothing follows.
+    End,
 }
 
 /// Where a replica's incoming control messages go (the session table).

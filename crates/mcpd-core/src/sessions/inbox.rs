@@ -44,7 +44,11 @@ impl Inbox for SessionTable {
             Control::Gone { s, stream } => self.tell(&s, RemoteGone { stream }),
             Control::GetMoved { s, to } => self.tell(&s, GetMoved { to }),
             // The task service's (the process inbox routes it there).
-            Control::Task { .. } | Control::TaskChanged { .. } => {}
+            Control::Task { .. }
+            | Control::TaskChanged { .. }
+            | Control::Resume { .. }
+            | Control::Relay { .. }
+            | Control::Unrelay { .. } => {}
         }
     }
 }

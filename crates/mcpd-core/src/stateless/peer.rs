@@ -1,9 +1,7 @@
 //! The stateless era's [`Peer`]: progress and logs straight to the
 //! response stream, questions recorded for an `input_required` answer.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,60 +13,20 @@ use mcpd_store::TaskId;
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::call::Call;
 use super::Stateless;
 use crate::caller::Caller;
-use crate::context::{Peer, PeerError, RoundEnd};
-use crate::stream::{StreamItem, StreamSender};
+use crate::context::{Peer, PeerError};
 use crate::tasks::{RunningTask, TaskPeer, Tasks};
 
 pub(super) fn to_bytes(v: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(v).unwrap_or_default())
 }
 
-#[derive(Default)]
-pub(super) struct MrtrState {
-    /// `inputRequests`: key → `{method, params}`.
-    pub(super) inputs: BTreeMap<String, InputRequest>,
-    /// `requiredCapabilities` the request lacks.
-    pub(super) missing: JsonObject,
-    /// A method that may not answer `input_required` asked anyway.
-    pub(super) misplaced: bool,
-    /// Answers that did not fit their question (asked again, not kept).
-    pub(super) invalid: Vec<String>,
-}
-
-#[derive(Default)]
-pub(super) struct Mrtr {
-    pub(super) state: Mutex<MrtrState>,
-    pub(super) signal: Notify,
-}
-
-impl Mrtr {
-    /// How the round ends now that the handler asked: `input_required`,
-    /// or an error when it cannot ask this client (see `interrupted`).
-    pub(super) fn round_end(&self) -> RoundEnd {
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        match state.missing.is_empty() && !state.misplaced {
-            true => RoundEnd::InputRequired,
-            false => RoundEnd::Refused,
-        }
-    }
-
-    pub(super) fn update(&self, f: impl FnOnce(&mut MrtrState)) {
-        f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
-        // A stored permit: the driver sees it after the handler's current
-        // poll, by which time every concurrent ask (a `join!`) has registered.
-        self.signal.notify_one();
-    }
-}
-
-/// The stateless era's [`Peer`].
+/// The stateless era's [`Peer`]: everything it sends goes to the round
+/// under way of its [`Call`].
 pub(super) struct StatelessPeer {
-    pub(super) writer: StreamSender,
-    pub(super) emitted: Arc<AtomicBool>,
-    pub(super) log_level: Option<LoggingLevel>,
-    pub(super) answers: JsonObject,
-    pub(super) mrtr: Arc<Mrtr>,
+    pub(super) call: Arc<Call>,
     pub(super) may_ask: bool,
     /// Set for a tool that may make itself a task.
     pub(super) escalation: Option<Arc<Escalation>>,
@@ -79,7 +37,6 @@ pub(super) struct Escalation {
     pub(super) tasks: Arc<Tasks>,
     pub(super) tool: String,
     pub(super) caller: Caller,
-    pub(super) request_id: mcpd_protocol::RequestId,
     pub(super) stateless: std::sync::Weak<Stateless>,
     /// The task, once started.
     pub(super) started: std::sync::OnceLock<Arc<RunningTask>>,
@@ -101,9 +58,35 @@ impl StatelessPeer {
         self.started().map(|r| &r.peer)
     }
 
-    async fn park(&self) -> ! {
+    /// Waits for the round's end: the handler is dropped (never resumed)
+    /// with the error the round answers.
+    async fn refused(&self) -> ! {
         std::future::pending::<()>().await;
-        unreachable!("a parked handler is dropped, never resumed")
+        unreachable!("a refused round's handler is dropped, never resumed")
+    }
+
+    /// The answer to `key`, asking the client for it when there is none:
+    /// the round ends with `input_required` (the call is parked) and the
+    /// handler waits here for the round that brings the answer.
+    async fn answer(&self, key: &str, method: &'static str, params: Value) -> Value {
+        let may_ask = self.may_ask;
+        loop {
+            let answered = self.call.answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            if let Some(answer) = self.call.answer(key) {
+                return answer;
+            }
+            let params = params.clone();
+            self.call.mrtr.update(|s| match may_ask {
+                true => {
+                    s.inputs
+                        .insert(key.to_owned(), InputRequest::new(method, params));
+                }
+                false => s.misplaced = true,
+            });
+            answered.await;
+        }
     }
 }
 
@@ -113,16 +96,23 @@ impl Peer for StatelessPeer {
         if let Some(task) = self.task() {
             return task.notify(method, params).await;
         }
-        self.emitted.store(true, Ordering::Release);
+        let Some(out) = self.call.out() else {
+            // Parked (a handler that reports while it also waits for an
+            // answer): no round listens; the next one starts afresh.
+            return Ok(());
+        };
+        let mut params = params;
+        if method == m::NOTIFICATION_PROGRESS && self.call.round() > 1 {
+            // Progress goes out under the token of the round under way.
+            match (&out.progress_token, params.as_object_mut()) {
+                (Some(token), Some(p)) => {
+                    p.insert("progressToken".into(), token.clone());
+                }
+                _ => return Ok(()),
+            }
+        }
         let data = to_bytes(&jsonrpc::notification(method, params));
-        self.writer
-            .send(StreamItem::Event {
-                id: None,
-                data,
-                retry_ms: None,
-            })
-            .await
-            .map_err(|_| PeerError::Gone)
+        out.emit(data).await.map_err(|_| PeerError::Gone)
     }
 
     async fn log(
@@ -131,8 +121,9 @@ impl Peer for StatelessPeer {
         logger: Option<String>,
         data: Value,
     ) -> Result<(), PeerError> {
-        // Logs only for a request that opted in, at or above its level.
-        match self.log_level {
+        // Logs only for a round that opted in, at or above its level.
+        let level_wanted = self.call.out().and_then(|o| o.log_level);
+        match level_wanted {
             Some(min) if level >= min => {
                 let params = serde_json::to_value(LoggingMessageParams {
                     level,
@@ -156,19 +147,7 @@ impl Peer for StatelessPeer {
         if let Some(task) = self.task() {
             return task.request(key, method, params, timeout).await;
         }
-        if let Some(answer) = self.answers.get(key) {
-            return Ok(answer.clone());
-        }
-        let may_ask = self.may_ask;
-        self.mrtr.update(|s| {
-            if may_ask {
-                s.inputs
-                    .insert(key.to_owned(), InputRequest::new(method, params));
-            } else {
-                s.misplaced = true;
-            }
-        });
-        self.park().await
+        Ok(self.answer(key, method, params).await)
     }
 
     async fn request_all(
@@ -182,28 +161,12 @@ impl Peer for StatelessPeer {
             });
             return futures_util::future::join_all(asks).await;
         }
-        if asks.iter().all(|(key, ..)| self.answers.contains_key(key)) {
-            return asks
-                .iter()
-                .map(|(key, ..)| Ok(self.answers[key].clone()))
-                .collect();
-        }
-        // The unanswered ones, recorded at once: one `inputRequests`.
-        let may_ask = self.may_ask;
-        self.mrtr.update(|s| {
-            for (key, method, params) in asks {
-                if self.answers.contains_key(&key) {
-                    continue;
-                }
-                match may_ask {
-                    true => {
-                        s.inputs.insert(key, InputRequest::new(method, params));
-                    }
-                    false => s.misplaced = true,
-                }
-            }
+        // Each unanswered one is recorded in the same poll (`join_all`
+        // polls them all): one `inputRequests`.
+        let asks = asks.into_iter().map(|(key, method, params)| async move {
+            Ok(self.answer(&key, method, params).await)
         });
-        self.park().await
+        futures_util::future::join_all(asks).await
     }
 
     fn task_id(&self) -> Option<&TaskId> {
@@ -233,18 +196,10 @@ impl Peer for StatelessPeer {
         let created = stateless.task_created(&esc.tasks, &running);
         let _ = esc.started.set(running.clone());
         esc.escalated.notify_one();
-        // The answer to the tools/call: the task exists.
-        let data = Bytes::from(jsonrpc::outcome_bytes(&esc.request_id, &Ok(created)));
-        let item = if self.emitted.load(Ordering::Acquire) {
-            StreamItem::Event {
-                id: None,
-                data,
-                retry_ms: None,
-            }
-        } else {
-            StreamItem::Json { data, error: None }
-        };
-        let _ = self.writer.send(item).await;
+        // The answer to the tools/call (of the round under way): the task exists.
+        if let Some(out) = self.call.out() {
+            let _ = out.writer.send(out.answer(&Ok(created))).await;
+        }
         Ok(Some(running.task.id.clone()))
     }
 
@@ -252,26 +207,22 @@ impl Peer for StatelessPeer {
         if let Some(task) = self.task() {
             return task.missing_capability(capability).await;
         }
-        self.mrtr.update(|s| {
+        self.call.mrtr.update(|s| {
             s.missing
                 .insert(capability.to_owned(), Value::Object(JsonObject::new()));
         });
-        self.park().await
+        self.refused().await
     }
 
-    async fn invalid_answer(
+    async fn ask_again(
         &self,
         key: &str,
         method: &'static str,
         params: Value,
         _error: String,
-    ) -> PeerError {
+    ) -> Result<Value, PeerError> {
         // Ask again rather than fail: the client may answer properly.
-        self.mrtr.update(|s| {
-            s.inputs
-                .insert(key.to_owned(), InputRequest::new(method, params));
-            s.invalid.push(key.to_owned());
-        });
-        self.park().await
+        self.call.forget(key);
+        Ok(self.answer(key, method, params).await)
     }
 }

@@ -1,7 +1,6 @@
 //! Running a catalogue request of the stateless era: in a request actor,
 //! with multi round-trip answers, or as a task.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -12,7 +11,11 @@ use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::peer::{to_bytes, Escalation, Mrtr, StatelessPeer};
+use super::call::{Call, RoundOut};
+use super::park::{ParkRef, PARK_KEY};
+use super::peer::{to_bytes, Escalation, StatelessPeer};
+use super::relay::Sink;
+use super::rounds::Rounds;
 use super::{Stateless, StatelessMeta};
 use crate::caller::Caller;
 use crate::context::{ContextParts, RequestContext};
@@ -31,11 +34,9 @@ impl Stateless {
         meta: StatelessMeta,
         caller: Caller,
     ) -> StreamReceiver {
-        let limits = &self.server.limits;
-        let method = req.kind;
         let id = req.id.clone();
         let binding = binding(&req, &caller);
-        let answers = match req
+        let (answers, parked) = match req
             .check_lengths()
             .and_then(|()| self.collect_answers(req.params.as_ref(), &binding))
         {
@@ -45,6 +46,31 @@ impl Stateless {
                 return self.answered(&id, Err(e));
             }
         };
+        // The retry of a parked call's round goes on with that call.
+        match parked {
+            Some(p) if p.replica != self.parking.replica() => {
+                self.resume_elsewhere(p, req, meta, caller, answers)
+            }
+            Some(p) => match self.resume(&p, &id, &meta, &answers) {
+                Some(rx) => rx,
+                None => self.start(req, meta, caller, answers),
+            },
+            None => self.start(req, meta, caller, answers),
+        }
+    }
+
+    /// Runs a request from its start (with the answers the client brought).
+    pub(super) fn start(
+        self: &Arc<Self>,
+        req: Request,
+        meta: StatelessMeta,
+        caller: Caller,
+        answers: JsonObject,
+    ) -> StreamReceiver {
+        let limits = &self.server.limits;
+        let method = req.kind;
+        let id = req.id.clone();
+        let binding = binding(&req, &caller);
         // A call routed to an upstream (`server_id`) is not a local tool's.
         // (Tasks off, no tool can become one: no lookup.)
         let tool =
@@ -68,7 +94,6 @@ impl Stateless {
                 tasks,
                 tool: req.target().unwrap_or_default().to_owned(),
                 caller: caller.clone(),
-                request_id: id.clone(),
                 stateless: Arc::downgrade(self),
                 started: std::sync::OnceLock::new(),
                 starting: tokio::sync::Mutex::new(()),
@@ -88,17 +113,19 @@ impl Stateless {
             Some(e) => e.tasks.config().max_run,
             None => limits.request_timeout,
         };
-        let mrtr = Arc::new(Mrtr::default());
-        let emitted = Arc::new(AtomicBool::new(false));
+        let out = RoundOut::new(
+            Sink::Local(tx),
+            id.clone(),
+            meta.progress_token.clone(),
+            meta.log_level,
+        );
+        let call = Call::new(out, answers);
         let peer = StatelessPeer {
-            writer: tx.clone(),
-            emitted: emitted.clone(),
-            log_level: meta.log_level,
-            answers: answers.clone(),
-            mrtr: mrtr.clone(),
+            call: call.clone(),
             may_ask: method.is_some_and(|m| m.info().may_ask),
             escalation: escalation.clone(),
         };
+        let principal = caller.principal.clone();
         let rctx = RequestContext::new(ContextParts {
             request_id: id.clone(),
             progress_token: meta.progress_token.clone(),
@@ -109,28 +136,22 @@ impl Stateless {
             ask_timeout: limits.client_request_timeout,
             caller,
         });
+        let tool = (method == Some(Method::ToolsCall))
+            .then(|| Box::from(self.server.metrics.tool_label(req.target().unwrap_or(""))));
         let work = self.server.dispatch(req, rctx.clone());
         let this = self.clone();
-        let driver = {
-            let mrtr = mrtr.clone();
-            let this = this.clone();
-            let round = rctx.clone();
-            Box::pin(async move {
-                // Says how the round ends before the handler is dropped, so
-                // its outcome is counted as that, not as a cancellation.
-                let asked = async {
-                    mrtr.signal.notified().await;
-                    round.end_round(mrtr.round_end());
-                };
-                tokio::select! {
-                    biased;
-                    out = work => out,
-                    () = asked => this.interrupted(&mrtr, answers, &binding),
-                }
-            })
-        };
-        let writer = tx.clone();
+        let driver = Box::pin(this.clone().drive(Rounds {
+            work,
+            call: call.clone(),
+            rctx: rctx.clone(),
+            method,
+            tool,
+            binding,
+            principal,
+            escalation: escalation.clone(),
+        }));
         let started = escalation.clone();
+        let last = call.clone();
         let on_done = Box::new(move |outcome: Result<Value, ErrorObject>| {
             if let Some(running) = started.as_ref().and_then(|e| e.started.get()) {
                 // The handler made itself a task: its result is the task's.
@@ -140,35 +161,26 @@ impl Stateless {
                 }
                 return;
             }
-            let outcome = this.decorate(method, outcome);
-            let bytes = Bytes::from(jsonrpc::outcome_bytes(&id, &outcome));
-            let item = if emitted.load(Ordering::Acquire) {
-                StreamItem::Event {
-                    id: None,
-                    data: bytes,
-                    retry_ms: None,
-                }
-            } else {
-                StreamItem::Json {
-                    data: bytes,
-                    error: outcome.as_ref().err().map(|e| e.code),
-                }
+            // The answer goes to the round under way.
+            let Some(out) = last.out() else {
+                return;
             };
+            let item = out.answer(&this.decorate(method, outcome));
             // The final message waits for room rather than being dropped.
             actix::spawn(async move {
-                let _ = writer.send(item).await;
+                let _ = out.writer.send(item).await;
             });
         });
-        // Closing the response stream cancels the request, until it is a
-        // task: then only `tasks/cancel` does.
+        // The client leaving mid-round cancels the request (the driver
+        // sees it), until it is a task: then only `tasks/cancel` does.
         // (An SSE stream stays open until the handler ends: the task's
         // cancel must not wait for it.)
-        let closed = Box::pin(async move {
+        let stop = Box::pin(async move {
             match &escalation {
-                None => tx.closed().await,
+                None => call.stopped().await,
                 Some(e) => {
                     tokio::select! {
-                        () = tx.closed() => {}
+                        () = call.stopped() => return,
                         () = e.escalated.notified() => {}
                     }
                     if let Some(running) = e.started.get() {
@@ -178,7 +190,7 @@ impl Stateless {
             }
         });
         RequestActor::new(driver, rctx, on_done, deadline, self.stats.clone())
-            .cancel_on(closed)
+            .cancel_on(stop)
             .start();
         rx
     }
@@ -279,12 +291,13 @@ impl Stateless {
         .start();
     }
 
-    /// Answers from the sealed `requestState` plus this round's `inputResponses`.
+    /// Answers from the sealed `requestState` plus this round's
+    /// `inputResponses`, and the parked call the state names.
     pub(super) fn collect_answers(
         &self,
         params: Option<&JsonObject>,
         binding: &str,
-    ) -> Result<JsonObject, ErrorObject> {
+    ) -> Result<(JsonObject, Option<ParkRef>), ErrorObject> {
         let mut answers = match params.and_then(|p| p.get("requestState")) {
             None | Some(Value::Null) => JsonObject::new(),
             Some(Value::String(s)) => self.keys.open(s, binding).map_err(|e| {
@@ -298,6 +311,8 @@ impl Stateless {
             })?,
             Some(_) => return Err(ErrorObject::invalid_params("requestState must be a string")),
         };
+        // Only a sealed state names a parked call.
+        let parked = ParkRef::take(&mut answers);
         match params.and_then(|p| p.get("inputResponses")) {
             None | Some(Value::Null) => {}
             Some(Value::Object(r)) => answers.extend(r.clone()),
@@ -307,20 +322,21 @@ impl Stateless {
                 ))
             }
         }
-        Ok(answers)
+        answers.remove(PARK_KEY);
+        Ok((answers, parked))
     }
 
-    /// The handler asked for something the client must supply first.
+    /// The round's answer now that the handler asked for something the
+    /// client must supply first: `input_required` with the questions and
+    /// every answer so far sealed (naming the parked call, if it is one),
+    /// or the error when it cannot ask this client.
     pub(super) fn interrupted(
         &self,
-        mrtr: &Mrtr,
-        mut answers: JsonObject,
+        call: &Call,
         binding: &str,
+        parked: Option<ParkRef>,
     ) -> Result<Value, ErrorObject> {
-        let state = mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
-        for key in &state.invalid {
-            answers.remove(key);
-        }
+        let state = call.mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
         if !state.missing.is_empty() {
             let names: Vec<&String> = state.missing.keys().collect();
             return Err(ErrorObject::new(
@@ -335,6 +351,10 @@ impl Stateless {
             return Err(ErrorObject::internal(
                 "the handler asked the client for input in a method that cannot ask",
             ));
+        }
+        let mut answers = call.answers();
+        if let Some(p) = parked {
+            answers.insert(PARK_KEY.into(), p.to_value());
         }
         let result =
             InputRequiredResult::new(state.inputs.clone(), self.keys.seal(&answers, binding));

@@ -42,6 +42,7 @@ fn server() -> Arc<McpServer> {
 /// defaults (so a test sees they come from the configuration).
 fn stateless(tasks: bool) -> Arc<Stateless> {
     let server = server();
+    let metrics = server.metrics.clone();
     let tasks = tasks.then(|| {
         Tasks::new(
             Arc::new(mcpd_store::MemoryTaskStore::default()),
@@ -62,6 +63,11 @@ fn stateless(tasks: bool) -> Arc<Stateless> {
         keys,
         cache,
         tasks,
+        super::Parking::new(
+            Arc::new(crate::cluster::Local::new("replica-1".into())),
+            super::ParkLimits::default(),
+            metrics,
+        ),
     )
 }
 

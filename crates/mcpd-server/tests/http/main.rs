@@ -98,6 +98,7 @@ mod slow_clients;
 mod slow_reader;
 mod startup;
 mod stateless;
+mod stateless_parked;
 mod store_cost;
 mod tasks;
 mod tasks_notify;

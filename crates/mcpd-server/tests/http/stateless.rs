@@ -57,7 +57,7 @@ fn all_caps() -> Value {
 
 /// A request body: `params` with `_meta` = `M` overlaid by `params._meta`
 /// (the caller's keys win).
-fn req(id: impl Into<Value>, method: &str, params: Value) -> Value {
+pub(crate) fn req(id: impl Into<Value>, method: &str, params: Value) -> Value {
     let mut params = match params {
         Value::Object(o) => Value::Object(o),
         Value::Null => json!({}),
@@ -74,14 +74,14 @@ fn req(id: impl Into<Value>, method: &str, params: Value) -> Value {
 }
 
 /// `tools/call` params for `name(args)` declaring `caps`.
-fn tool(name: &str, args: Value, caps: Value) -> Value {
+pub(crate) fn tool(name: &str, args: Value, caps: Value) -> Value {
     json!({"name": name, "arguments": args, "_meta": {CAPS: caps}})
 }
 
 /// The spec's `H(m[, n])` for `body`: Content-Type, Accept,
 /// `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method` = the body's method and,
 /// for `tools/call`/`prompts/get`/`resources/read`, `Mcp-Name` = its name/uri.
-fn h(body: &Value) -> Headers {
+pub(crate) fn h(body: &Value) -> Headers {
     let method = body["method"].as_str().unwrap_or_default();
     let mut hs: Headers = [
         ("Content-Type", "application/json"),
@@ -135,7 +135,7 @@ async fn send(c: &McpClient, body: &Value, hs: Headers) -> Reply {
 }
 
 /// POSTs `body` with `H`.
-async fn post(c: &McpClient, body: &Value) -> Reply {
+pub(crate) async fn post(c: &McpClient, body: &Value) -> Reply {
     send(c, body, h(body)).await
 }
 
@@ -152,7 +152,7 @@ async fn call(c: &McpClient, method: &str, params: Value) -> Value {
 }
 
 /// POSTs `body` with `hs` and returns the live answer, unread.
-async fn open(c: &McpClient, body: &Value, hs: Headers) -> (u16, HeaderMap, SseStream) {
+pub(crate) async fn open(c: &McpClient, body: &Value, hs: Headers) -> (u16, HeaderMap, SseStream) {
     let resp = builder(c, body, &hs).send().await.expect("sent");
     (
         resp.status().as_u16(),
@@ -187,7 +187,7 @@ fn assert_rpc_error(r: &Reply, status: u16, id: &Value, code: i64) -> Value {
 
 /// The single response of `r` to `id` (JSON body or final SSE event).
 #[track_caller]
-fn response(r: &Reply, id: &Value) -> Value {
+pub(crate) fn response(r: &Reply, id: &Value) -> Value {
     r.response(id)
         .unwrap_or_else(|| panic!("no response to {id} in {r:?}"))
 }
@@ -959,7 +959,7 @@ async fn get_delete_and_notifications_without_a_session() {
 /// a `{method, params}` object without `id`, and no elicitation is in URL
 /// mode. Returns the result.
 #[track_caller]
-fn assert_input_required(r: &Reply, id: &Value, keys: &[&str]) -> Value {
+pub(crate) fn assert_input_required(r: &Reply, id: &Value, keys: &[&str]) -> Value {
     assert_eq!(r.status, 200, "{r:?}");
     let m = response(r, id);
     let result = m
@@ -1001,7 +1001,11 @@ fn assert_input_required(r: &Reply, id: &Value, keys: &[&str]) -> Value {
 }
 
 /// `params` with `inputResponses` and `requestState` added (each if given).
-fn retry_params(params: &Value, responses: Option<Value>, state: Option<&Value>) -> Value {
+pub(crate) fn retry_params(
+    params: &Value,
+    responses: Option<Value>,
+    state: Option<&Value>,
+) -> Value {
     let mut p = params.clone();
     if let Some(r) = responses {
         p["inputResponses"] = r;
@@ -1012,7 +1016,7 @@ fn retry_params(params: &Value, responses: Option<Value>, state: Option<&Value>)
     p
 }
 
-fn accept(content: Value) -> Value {
+pub(crate) fn accept(content: Value) -> Value {
     json!({"action":"accept","content": content})
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use mcpd_core::sealed::KeyRing;
+use mcpd_core::stateless::ParkLimits;
 use mcpd_core::CacheHints;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,17 @@ pub struct StatelessSection {
     /// The shared key ring (Redis store, no `state_keys`) makes a new
     /// sealing key this often.
     pub state_key_rotation_secs: u64,
+    /// How long a call that asked the client waits parked for the retry
+    /// that brings the answers; a later retry runs the handler again.
+    pub park_secs: u64,
+    /// Calls parked on one replica, in all (0: never park; every retry
+    /// runs the handler again, as the revision describes).
+    pub max_parked: usize,
+    /// Calls parked on one replica for one principal (authenticated
+    /// callers only; anonymous calls count only in all).
+    pub max_parked_per_principal: usize,
+    /// Bytes parked calls may hold on one replica, in all.
+    pub max_parked_bytes: usize,
 }
 
 impl Default for StatelessSection {
@@ -40,6 +52,10 @@ impl Default for StatelessSection {
             state_keys: Vec::new(),
             state_ttl_secs: 600,
             state_key_rotation_secs: 86_400,
+            park_secs: 120,
+            max_parked: 10_000,
+            max_parked_per_principal: 100,
+            max_parked_bytes: 64 << 20,
         }
     }
 }
@@ -64,6 +80,17 @@ impl StatelessSection {
         }
         let keys = self.state_keys.iter().map(|k| (k.id.clone(), k.key));
         KeyRing::new(keys.collect(), ttl)
+    }
+}
+
+impl From<&StatelessSection> for ParkLimits {
+    fn from(s: &StatelessSection) -> Self {
+        ParkLimits {
+            wait: Duration::from_secs(s.park_secs),
+            max_calls: s.max_parked,
+            max_per_principal: s.max_parked_per_principal,
+            max_bytes: s.max_parked_bytes,
+        }
     }
 }
 

@@ -13,12 +13,21 @@ use super::{object, stateless, KEY};
 use crate::caller::Caller;
 use crate::sealed::tests::sealed_until;
 use crate::sealed::KeyRing;
-use crate::stateless::peer::Mrtr;
+use crate::stateless::call::{Call, RoundOut};
+use crate::stateless::park::{ParkRef, PARK_KEY};
+use crate::stateless::relay::Sink;
 use crate::stateless::run::binding;
 use crate::stateless::Stateless;
 
 fn call(id: i64, params: Value) -> Request {
     Request::new(RequestId::Int(id), m::TOOLS_CALL, Some(object(params)))
+}
+
+/// A call of `s` at its first round, with `answers` so far.
+fn call_of(s: &Stateless, answers: JsonObject) -> std::sync::Arc<Call> {
+    let (tx, _rx) = s.channel();
+    let out = RoundOut::new(Sink::Local(tx), RequestId::Int(1), None, None);
+    Call::new(out, answers)
 }
 
 fn alice() -> Caller {
@@ -145,14 +154,14 @@ fn refused(s: &Stateless, reason: &str) -> u64 {
 fn a_round_trip_brings_back_the_answers_for_the_same_call_only() {
     let s = stateless(false);
     let b = binding(&call(1, json!({"name": "deploy"})), &alice());
-    let mrtr = Mrtr::default();
     let question = json!({"method": "elicitation/create", "params": {"message": "Sure?"}});
-    mrtr.update(|st| {
+    let earlier = object(json!({"region": {"action": "accept", "content": {"r": "eu"}}}));
+    let c = call_of(&s, earlier.clone());
+    c.mrtr.update(|st| {
         let asked = serde_json::from_value(question.clone()).unwrap();
         st.inputs.insert("confirm".into(), asked);
     });
-    let earlier = object(json!({"region": {"action": "accept", "content": {"r": "eu"}}}));
-    let r = s.interrupted(&mrtr, earlier.clone(), &b).unwrap();
+    let r = s.interrupted(&c, &b, None).unwrap();
     assert_eq!(r["resultType"], "input_required");
     assert_eq!(r["inputRequests"], json!({"confirm": question}));
     let state = r["requestState"].as_str().unwrap().to_owned();
@@ -161,7 +170,7 @@ fn a_round_trip_brings_back_the_answers_for_the_same_call_only() {
     let retry = object(json!({"requestState": state, "inputResponses": {"confirm": answer}}));
     let mut want = earlier;
     want.insert("confirm".into(), answer);
-    assert_eq!(s.collect_answers(Some(&retry), &b).unwrap(), want);
+    assert_eq!(s.collect_answers(Some(&retry), &b).unwrap(), (want, None));
 
     let elsewhere = binding(&call(1, json!({"name": "deploy"})), &Caller::default());
     let e = s.collect_answers(Some(&retry), &elsewhere).unwrap_err();
@@ -207,7 +216,10 @@ fn a_bad_request_state_is_refused_by_reason() {
         assert_eq!(refused(&s, reason), before + 1, "{reason}");
     }
     let p = object(json!({"requestState": good}));
-    assert_eq!(s.collect_answers(Some(&p), b).unwrap(), JsonObject::new());
+    assert_eq!(
+        s.collect_answers(Some(&p), b).unwrap(),
+        (JsonObject::new(), None)
+    );
 }
 
 /// The first round has neither (`null` is absence); a state that is not a
@@ -216,16 +228,19 @@ fn a_bad_request_state_is_refused_by_reason() {
 fn request_state_and_input_responses_have_their_shapes() {
     let s = stateless(false);
     let b = "b";
-    assert_eq!(s.collect_answers(None, b).unwrap(), JsonObject::new());
+    assert_eq!(
+        s.collect_answers(None, b).unwrap(),
+        (JsonObject::new(), None)
+    );
     let nulls = object(json!({"requestState": null, "inputResponses": null}));
     assert_eq!(
         s.collect_answers(Some(&nulls), b).unwrap(),
-        JsonObject::new()
+        (JsonObject::new(), None)
     );
     let only = object(json!({"inputResponses": {"k": {"action": "decline"}}}));
     assert_eq!(
         s.collect_answers(Some(&only), b).unwrap(),
-        object(json!({"k": {"action": "decline"}}))
+        (object(json!({"k": {"action": "decline"}})), None)
     );
     let table = [
         (json!({"requestState": 5}), "requestState must be a string"),
@@ -249,16 +264,16 @@ fn request_state_and_input_responses_have_their_shapes() {
 fn an_invalid_answer_is_not_sealed_into_the_state() {
     let s = stateless(false);
     let b = "b";
-    let mrtr = Mrtr::default();
-    mrtr.update(|st| {
+    let answers = object(json!({"age": {"action": "maybe"}, "name": {"action": "accept"}}));
+    let c = call_of(&s, answers);
+    c.mrtr.update(|st| {
         st.inputs.insert(
             "age".into(),
             InputRequest::new("elicitation/create", Value::Null),
         );
-        st.invalid.push("age".into());
     });
-    let answers = object(json!({"age": {"action": "maybe"}, "name": {"action": "accept"}}));
-    let r = s.interrupted(&mrtr, answers, b).unwrap();
+    c.forget("age");
+    let r = s.interrupted(&c, b, None).unwrap();
     let sealed = s.keys.open(r["requestState"].as_str().unwrap(), b).unwrap();
     assert_eq!(sealed, object(json!({"name": {"action": "accept"}})));
 }
@@ -270,25 +285,53 @@ fn an_invalid_answer_is_not_sealed_into_the_state() {
 #[test]
 fn a_question_the_client_cannot_get_ends_the_request_with_an_error() {
     let s = stateless(false);
-    let lacking = Mrtr::default();
-    lacking.update(|st| {
+    let lacking = call_of(&s, JsonObject::new());
+    lacking.mrtr.update(|st| {
         st.inputs.insert(
             "q".into(),
             InputRequest::new("sampling/createMessage", Value::Null),
         );
         st.missing.insert("sampling".into(), json!({}));
     });
-    let e = s.interrupted(&lacking, JsonObject::new(), "b").unwrap_err();
+    let e = s.interrupted(&lacking, "b", None).unwrap_err();
     assert_eq!(e.code, ErrorCode::MISSING_CLIENT_CAPABILITY);
     assert_eq!(
         e.data,
         Some(json!({"requiredCapabilities": {"sampling": {}}}))
     );
 
-    let misplaced = Mrtr::default();
-    misplaced.update(|st| st.misplaced = true);
-    let e = s
-        .interrupted(&misplaced, JsonObject::new(), "b")
-        .unwrap_err();
+    let misplaced = call_of(&s, JsonObject::new());
+    misplaced.mrtr.update(|st| st.misplaced = true);
+    let e = s.interrupted(&misplaced, "b", None).unwrap_err();
     assert_eq!(e.code, ErrorCode::INTERNAL_ERROR);
+}
+
+/// A state that names a parked call carries the reference sealed with the
+/// answers; the retry gets it back apart from the answers, and a client
+/// cannot name a parked call of its own making in `inputResponses`.
+#[test]
+fn only_a_sealed_state_names_a_parked_call() {
+    let s = stateless(false);
+    let b = "b";
+    let at = ParkRef {
+        id: "p1".into(),
+        replica: "replica-1".into(),
+        round: 2,
+    };
+    let c = call_of(&s, object(json!({"a": 1})));
+    c.mrtr.update(|st| {
+        st.inputs.insert(
+            "q".into(),
+            InputRequest::new("elicitation/create", Value::Null),
+        );
+    });
+    let r = s.interrupted(&c, b, Some(at.clone())).unwrap();
+    let retry = object(json!({"requestState": r["requestState"], "inputResponses": {"q": 2}}));
+    let (answers, parked) = s.collect_answers(Some(&retry), b).unwrap();
+    assert_eq!(answers, object(json!({"a": 1, "q": 2})));
+    assert_eq!(parked, Some(at.clone()));
+
+    let forged = object(json!({"inputResponses": {"q": 2, PARK_KEY: at.to_value()}}));
+    let (answers, parked) = s.collect_answers(Some(&forged), b).unwrap();
+    assert_eq!((answers, parked), (object(json!({"q": 2})), None));
 }
