@@ -22,6 +22,14 @@ use crate::pool::Pool;
 use crate::trace;
 use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
 
+/// The 2026-07-28 per-request `_meta` keys of the client's own request.
+const ENVELOPE: [&str; 4] = [
+    methods::meta::PROTOCOL_VERSION,
+    methods::meta::CLIENT_CAPABILITIES,
+    methods::meta::CLIENT_INFO,
+    methods::meta::LOG_LEVEL,
+];
+
 pub struct Upstream {
     cfg: Arc<UpstreamConfig>,
     /// The shared connection (with `share = "session"`: the one used for
@@ -336,9 +344,11 @@ impl Forward for Upstream {
         let params = params.map(|mut p| {
             p.remove("requestState");
             p.remove("inputResponses");
-            // The keys mcpd passes its links are its own, never a client's.
+            // The keys mcpd passes its links are its own, never a client's;
+            // so is a 2026-07-28 envelope: each link speaks its upstream's
+            // revision (a session-era one refuses a 2026-07-28 `_meta`).
             if let Some(Value::Object(meta)) = p.get_mut("_meta") {
-                meta.retain(|k, _| !k.starts_with("mcpd/"));
+                meta.retain(|k, _| !k.starts_with("mcpd/") && !ENVELOPE.contains(&k.as_str()));
             }
             p
         });

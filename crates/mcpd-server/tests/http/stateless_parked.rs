@@ -35,7 +35,7 @@ struct TransferArgs {
 /// progress `1` ("started"), asks `confirm` (elicitation), reports `1.5`
 /// and again every 100 ms for `delay_ms`, asks `really`, then reports `2` and answers
 /// `sent <amount> after <n> run(s)`.
-fn bank(edit: impl FnOnce(&mut Config)) -> (TestServer, Arc<AtomicUsize>) {
+pub(crate) fn bank(edit: impl FnOnce(&mut Config)) -> (TestServer, Arc<AtomicUsize>) {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut config = Config::default();
     config.admin.listen = Some("127.0.0.1:0".into());
@@ -94,7 +94,7 @@ fn slow_params(amount: u64, delay_ms: u64, token: &str) -> Value {
     p
 }
 
-fn yes() -> Value {
+pub(crate) fn yes() -> Value {
     accept(json!({"ok": true}))
 }
 
