@@ -84,6 +84,7 @@ mod https;
 mod lifecycle;
 mod lifecycle_rule;
 mod limits;
+mod matrix;
 mod metrics;
 mod node;
 mod overload;

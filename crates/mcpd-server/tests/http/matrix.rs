@@ -1,0 +1,349 @@
+//! #33's matrix, exactly once: three mcpd replicas on one Redis behind
+//! nginx round robin, each a gateway to three upstreams — the official
+//! Python SDK's server (PyPI `mcp`, session era) over stdio and over
+//! Streamable HTTP, whose `transfer` tool records every run in a file and
+//! asks a question, and an mcpd speaking only 2026-07-28 to the gateway
+//! (`protocol = "stateless"`), whose `ask_user` asks one. Clients of both
+//! eras call each upstream's asking tool through each way in (`/mcp`
+//! aggregated, `/mcp/{id}`, `server_id`); every call completes with the
+//! right answer, each session-era upstream's tool ran exactly once per
+//! call, and the 2026-07-28 upstream got exactly one call plus one retry
+//! per call (its own parking counts: parked once, resumed once, never a
+//! fresh call). mcpd's own asking tool in the 2026-07-28 era runs once too.
+//!
+//! Not a cell: a stdio upstream speaking 2026-07-28 (a stdio upstream
+//! speaks the session era; docs/gateway.md).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mcpd_testkit::process::McpdProcess;
+use mcpd_testkit::redis::TempDir;
+use mcpd_testkit::{McpClient, Nginx, SseStream, TestCluster};
+use serde_json::{json, Value};
+
+use crate::metrics::{sample, scrape};
+use crate::stateless::{accept, post, req, response, retry_params, tool};
+use crate::*;
+
+/// A Python upstream over HTTP, stopped on drop.
+struct PyHttp {
+    child: Child,
+    url: String,
+}
+
+impl Drop for PyHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn script() -> String {
+    format!(
+        "{}/../../tests/interop/upstream_counting.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn py_http(python: &Path, count: &Path) -> PyHttp {
+    let mut child = Command::new(python)
+        .args([script().as_str(), "http", "0"])
+        .env("COUNT_FILE", count)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python upstream starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("upstream listening on ") {
+                let _ = tx.send(url.to_owned());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the Python upstream announces its URL");
+    PyHttp { child, url }
+}
+
+/// A free loopback port (bound and released).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// How many runs of `transfer(amount)` a count file shows.
+fn runs(count: &Path, amount: u64) -> usize {
+    std::fs::read_to_string(count)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == format!("start {amount}"))
+        .count()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    Aggregated,
+    PassThrough,
+    ServerId,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Era {
+    Session,
+    Stateless,
+}
+
+/// The endpoint, tool name and `server_id` of a call to `upstream`'s `tool`.
+fn route(base: &str, way: Way, upstream: &str, tool: &str) -> (String, String, Option<String>) {
+    match way {
+        Way::Aggregated => (format!("{base}/mcp"), format!("{upstream}__{tool}"), None),
+        Way::PassThrough => (format!("{base}/mcp/{upstream}"), tool.into(), None),
+        Way::ServerId => (format!("{base}/mcp"), tool.into(), Some(upstream.into())),
+    }
+}
+
+/// One call from a client of `era`; `answer` is the question's accepted
+/// content. Returns the tool's text.
+async fn one_call(
+    era: Era,
+    url: &str,
+    name: &str,
+    server_id: Option<&str>,
+    args: Value,
+    answer: Value,
+) -> String {
+    match era {
+        Era::Session => {
+            let mut c = McpClient::new(url);
+            c.initialize_with("2025-11-25", json!({"elicitation": {}}))
+                .await;
+            let mut body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+                "params":{"name": name, "arguments": args}});
+            if let Some(s) = server_id {
+                body["server_id"] = json!(s);
+            }
+            let resp = c.post_builder(&body).send().await.expect("sent");
+            assert_eq!(resp.status(), 200, "{url} {name}");
+            let mut st = SseStream::new(resp);
+            let (_, q) = next_message(&mut st).await;
+            assert_eq!(q["method"], "elicitation/create", "{url} {name}: {q}");
+            let r = c
+                .post(&json!({"jsonrpc":"2.0","id":q["id"],"result": accept(answer)}))
+                .await;
+            assert_eq!(r.status, 202, "{r:?}");
+            let (_, resp) = read_until_response(&mut st, &json!(7)).await;
+            tool_text(&resp["result"]).to_owned()
+        }
+        Era::Stateless => {
+            let c = McpClient::new(url);
+            let params = tool(name, args, json!({"elicitation": {}}));
+            let body = |id: i64, p: Value| {
+                let mut b = req(id, "tools/call", p);
+                if let Some(s) = server_id {
+                    b["server_id"] = json!(s);
+                }
+                b
+            };
+            let r = post(&c, &body(1, params.clone())).await;
+            let result = response(&r, &json!(1))["result"].clone();
+            assert_eq!(
+                result["resultType"], "input_required",
+                "{url} {name}: {r:?}"
+            );
+            let asked = result["inputRequests"].as_object().expect("inputRequests");
+            assert_eq!(asked.len(), 1, "{result}");
+            let key = asked.keys().next().expect("a key").clone();
+            let retry = retry_params(
+                &params,
+                Some(json!({ key: accept(answer) })),
+                Some(&result["requestState"]),
+            );
+            let r = post(&c, &body(2, retry)).await;
+            let result = &response(&r, &json!(2))["result"];
+            assert_eq!(result["resultType"], "complete", "{url} {name}: {r:?}");
+            tool_text(result).to_owned()
+        }
+    }
+}
+
+/// Waits until every replica lists every upstream's tool on `/mcp`
+/// (each replica finds them on its own after start).
+async fn wait_aggregated(base: &str, names: &[&str]) {
+    let c = McpClient::new(&format!("{base}/mcp"));
+    let mut in_a_row = 0;
+    for _ in 0..400 {
+        let r = post(&c, &req(0, "tools/list", json!({}))).await;
+        let listed = response(&r, &json!(0))["result"]["tools"].clone();
+        let all = names.iter().all(|n| {
+            listed
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == *n))
+        });
+        in_a_row = if all { in_a_row + 1 } else { 0 };
+        if in_a_row >= 6 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the replicas never all listed {names:?}");
+}
+
+fn config(dir: &Path, python: &Path, stdio_count: &Path, http: &str, modern: &str) -> PathBuf {
+    let toml = format!(
+        r#"
+[[upstream]]
+id = "pystdio"
+command = "{python}"
+args = ["{script}", "stdio"]
+env = {{ COUNT_FILE = "{count}" }}
+
+[[upstream]]
+id = "pyhttp"
+url = "{http}"
+
+[[upstream]]
+id = "modern"
+url = "{modern}"
+protocol = "stateless"
+"#,
+        python = python.display(),
+        script = script(),
+        count = stdio_count.display(),
+    );
+    let path = dir.join("gateway.toml");
+    std::fs::write(&path, toml).expect("config written");
+    path
+}
+
+#[tokio::test]
+async fn every_client_era_reaches_every_upstream_era_exactly_once_through_nginx() {
+    let python = crate::sdk_resume::interop_python();
+    let dir = TempDir::new("matrix");
+    let (stdio_count, http_count) = (dir.0.join("stdio.count"), dir.0.join("http.count"));
+    let py = py_http(&python, &http_count);
+    let admin_port = free_port();
+    let admin = format!("127.0.0.1:{admin_port}");
+    let modern = McpdProcess::start(env!("CARGO_BIN_EXE_mcpd"), &["--admin-listen", &admin]);
+    let cfg = config(&dir.0, &python, &stdio_count, &py.url, &modern.url);
+    let cl = TestCluster::start(
+        env!("CARGO_BIN_EXE_mcpd"),
+        3,
+        &["--config", cfg.to_str().expect("utf-8 path")],
+    );
+    let replicas = cl.addrs();
+    let nginx = Nginx::start_round_robin(&replicas);
+    let base = nginx.url("");
+    wait_aggregated(
+        &base,
+        &["pystdio__transfer", "pyhttp__transfer", "modern__ask_user"],
+    )
+    .await;
+
+    let upstreams = [
+        ("pystdio", "transfer", Some(&stdio_count)),
+        ("pyhttp", "transfer", Some(&http_count)),
+        ("modern", "ask_user", None),
+    ];
+    let mut amount = 100;
+    let mut modern_calls = 0.0;
+    let mut failures = Vec::new();
+    for era in [Era::Session, Era::Stateless] {
+        for (upstream, tool, count) in upstreams {
+            for way in [Way::Aggregated, Way::PassThrough, Way::ServerId] {
+                amount += 1;
+                let (url, name, server_id) = route(&base, way, upstream, tool);
+                let (args, answer, want) = match count {
+                    Some(_) => (
+                        json!({"amount": amount}),
+                        json!({"ok": true}),
+                        format!("sent {amount}"),
+                    ),
+                    None => (
+                        json!({"question": format!("Q{amount}?")}),
+                        json!({"answer": format!("A{amount}")}),
+                        format!("A{amount}"),
+                    ),
+                };
+                let cell = format!("{era:?} client, {upstream}, {way:?}");
+                let got = tokio::time::timeout(
+                    Duration::from_secs(60),
+                    one_call(era, &url, &name, server_id.as_deref(), args, answer),
+                )
+                .await
+                .unwrap_or_else(|_| panic!("{cell}: no answer\n{}", cl.logs_tail(6000)));
+                if got != want {
+                    failures.push(format!("{cell}: answered {got:?}, want {want:?}"));
+                }
+                match count {
+                    Some(file) => {
+                        let n = runs(file, amount);
+                        if n != 1 {
+                            failures.push(format!("{cell}: the upstream tool ran {n} times"));
+                        }
+                    }
+                    None => modern_calls += 1.0,
+                }
+            }
+        }
+    }
+    // The 2026-07-28 upstream: each call parked once and was resumed once
+    // by the gateway's retry; no call came fresh a second time.
+    let text = scrape(&format!("http://{admin}")).await;
+    let parked = |o: &str| {
+        sample(
+            &text,
+            &format!("mcpd_parked_calls_total{{outcome=\"{o}\"}}"),
+        )
+    };
+    let seen = (parked("parked"), parked("resumed"), parked("missed"));
+    if seen != (modern_calls, modern_calls, 0.0) {
+        failures.push(format!(
+            "the 2026-07-28 upstream: (parked, resumed, missed) = {seen:?}, want ({modern_calls}, {modern_calls}, 0)"
+        ));
+    }
+    // mcpd's own asking tool, 2026-07-28 era: round 2 on another replica
+    // reports no section again.
+    let c = McpClient::new(&format!("{base}/mcp"));
+    let mut p = tool(
+        "long_report",
+        json!({"topic": "tides", "sections": 2, "section_ms": 10}),
+        json!({"elicitation": {}}),
+    );
+    p["_meta"]["progressToken"] = json!("own");
+    let r = post(&c, &req(1, "tools/call", p.clone())).await;
+    let ir = response(&r, &json!(1))["result"].clone();
+    let retry = retry_params(
+        &p,
+        Some(json!({"appendix": accept(json!({"appendix": true}))})),
+        Some(&ir["requestState"]),
+    );
+    let r = post(&c, &req(2, "tools/call", retry)).await;
+    let progress = r
+        .messages()
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    let text = tool_text(&response(&r, &json!(2))["result"]).to_owned();
+    if progress != 0 || !text.contains("## Appendix") {
+        failures.push(format!(
+            "mcpd's own long_report: {progress} progress in round 2, text {text:?}"
+        ));
+    }
+    let per = nginx.hits_per(&replicas, 0);
+    if per.iter().any(|&n| n < 10) {
+        failures.push(format!("requests per replica: {per:?}"));
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n{}",
+        failures.join("\n"),
+        cl.logs_tail(8000)
+    );
+    drop(modern);
+}

@@ -1,0 +1,81 @@
+"""A session-era upstream whose tool counts its runs and asks a question, for the gateway's
+exactly-once matrix (crates/mcpd-server/tests/http/matrix.rs).
+
+PyPI `mcp` 2.x (pinned in requirements.txt), `MCPServer` in the session era (2025-11-25).
+
+    python upstream_counting.py stdio          # over stdin/stdout
+    python upstream_counting.py http PORT      # Streamable HTTP, stateful; PORT 0 picks one
+
+Over HTTP it prints one line once it accepts connections:
+
+    upstream listening on http://127.0.0.1:PORT/mcp
+
+Serves one tool, `transfer(amount)`: appends `start <amount>` to the file named by the
+environment variable COUNT_FILE (one line per run, whichever process runs it), asks the client
+"Send <amount>?" (elicitation, a boolean `ok`), appends `done <amount>` and answers
+`sent <amount>` (or `kept <amount>` when the answer was not an accepted `ok: true`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+import anyio
+import uvicorn
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer(name="mcpd-counting-upstream", version="1.0.0", log_level="WARNING")
+
+
+class Confirm(BaseModel):
+    ok: bool
+
+
+def _record(line: str) -> None:
+    with open(os.environ["COUNT_FILE"], "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+@server.tool(description="Send `amount` after the user confirms; every run is counted")
+async def transfer(amount: int, ctx: Context) -> str:
+    _record(f"start {amount}")
+    answer = await ctx.elicit(message=f"Send {amount}?", schema=Confirm)
+    _record(f"done {amount}")
+    if answer.action == "accept" and answer.data is not None and answer.data.ok:
+        return f"sent {amount}"
+    return f"kept {amount}"
+
+
+async def serve_http(port: int) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    sock.setblocking(False)
+    real_port = sock.getsockname()[1]
+    app = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=False, json_response=False)
+    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+
+    async def announce() -> None:
+        while not uv.started:
+            await anyio.sleep(0.02)
+        print(f"upstream listening on http://127.0.0.1:{real_port}/mcp", flush=True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(announce)
+        await uv.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "stdio":
+        server.run("stdio")
+    elif len(sys.argv) == 3 and sys.argv[1] == "http":
+        anyio.run(serve_http, int(sys.argv[2]))
+    else:
+        print("usage: python upstream_counting.py stdio | http PORT", file=sys.stderr)
+        sys.exit(2)
