@@ -314,3 +314,80 @@ impl Drop for Parked {
         self.parking.remove(&self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mcpd_protocol::RequestId;
+    use serde_json::json;
+
+    use super::*;
+    use crate::stateless::call::RoundOut;
+
+    fn parking(max_calls: usize, max_per_principal: usize, max_bytes: usize) -> Arc<Parking> {
+        let limits = ParkLimits {
+            wait: Duration::from_secs(1),
+            max_calls,
+            max_per_principal,
+            max_bytes,
+        };
+        let cluster = Arc::new(crate::cluster::Local::new("r1".into()));
+        Parking::new(cluster, limits, Arc::default())
+    }
+
+    fn call() -> Arc<Call> {
+        let (tx, _rx) = crate::stream::bounded(4, 1 << 20, mcpd_store::Budgets::new([]));
+        let out = RoundOut::new(Sink::Local(tx), RequestId::Int(1), None, None);
+        Call::new(out, JsonObject::new())
+    }
+
+    /// A principal gets `max_per_principal` parked calls, another its own;
+    /// anonymous calls are bound only in all; a place given back is free
+    /// again, and the gauges follow.
+    #[test]
+    fn each_principal_has_its_bound_and_all_share_one() {
+        let p = parking(4, 2, 1 << 20);
+        let c = call();
+        let a1 = p.admit(&c, Some("alice"), 10).unwrap();
+        let _a2 = p.admit(&c, Some("alice"), 10).unwrap();
+        assert_eq!(p.admit(&c, Some("alice"), 10).err(), Some(Full::Principal));
+        let _b = p.admit(&c, Some("bob"), 10).unwrap();
+        let _anon = p.admit(&c, None, 10).unwrap();
+        assert_eq!(p.admit(&c, None, 10).err(), Some(Full::Replica), "4 in all");
+        assert_eq!((p.len(), p.bytes()), (4, 40));
+        assert_eq!(p.metrics.parked_calls.get(), 4);
+        drop(a1);
+        assert_eq!((p.len(), p.bytes()), (3, 30));
+        assert!(p.admit(&c, Some("alice"), 10).is_ok());
+    }
+
+    /// The bytes bound refuses a call that would pass it.
+    #[test]
+    fn the_bytes_bound_refuses_a_call_that_would_pass_it() {
+        let p = parking(100, 100, 100);
+        let c = call();
+        let _a = p.admit(&c, None, 60).unwrap();
+        assert_eq!(p.admit(&c, None, 41).err(), Some(Full::Replica));
+        let _b = p.admit(&c, None, 40).unwrap();
+        assert_eq!(p.metrics.parked_bytes.get(), 100);
+    }
+
+    /// A parked call is found by the id its reference names, and no longer
+    /// once its place is given back; the reference travels in the sealed
+    /// answers and comes back out of them.
+    #[test]
+    fn a_reference_names_the_call_until_its_place_is_given_back() {
+        let p = parking(10, 10, 1 << 20);
+        let c = call();
+        let place = p.admit(&c, None, 1).unwrap();
+        let at = place.reference(3);
+        assert_eq!((at.replica.as_str(), at.round), ("r1", 3));
+        assert!(p.get(&at.id).is_some_and(|got| Arc::ptr_eq(&got, &c)));
+        let mut answers = JsonObject::new();
+        answers.insert(PARK_KEY.into(), at.to_value());
+        answers.insert("q".into(), json!(1));
+        assert_eq!(ParkRef::take(&mut answers), Some(at.clone()));
+        assert_eq!(answers.len(), 1);
+        drop(place);
+        assert!(p.get(&at.id).is_none());
+    }
+}

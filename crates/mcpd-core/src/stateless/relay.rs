@@ -245,3 +245,42 @@ impl Relays {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages of a channel that arrive out of order reach the client's
+    /// stream in order; the holder's answer (taken or not) is told once;
+    /// `End` closes the stream; a channel nobody expects is ignored.
+    #[tokio::test]
+    async fn a_channel_s_messages_reach_the_stream_in_order() {
+        let relays = Relays::default();
+        let (tx, mut rx) = crate::stream::bounded(1, 1 << 20, mcpd_store::Budgets::new([]));
+        let taken = relays.expect("ch", tx);
+        let event = |d: &str| RelayItem::Event { data: d.into() };
+        relays.deliver("ch", 2, event("second"));
+        relays.deliver("ch", 1, event("first"));
+        relays.deliver("elsewhere", 0, RelayItem::Missing);
+        relays.deliver("ch", 4, RelayItem::End);
+        relays.deliver("ch", 0, RelayItem::Accepted);
+        assert!(taken.await.unwrap());
+        let data = |item: Option<StreamItem>| match item {
+            Some(StreamItem::Event { data, .. }) => String::from_utf8(data.to_vec()).unwrap(),
+            other => panic!("an event, not {other:?}"),
+        };
+        assert_eq!(data(rx.recv().await), "first");
+        assert_eq!(data(rx.recv().await), "second");
+        let answer = RelayItem::Json {
+            data: "{}".into(),
+            error: Some(-32602),
+        };
+        relays.deliver("ch", 3, answer);
+        match rx.recv().await {
+            Some(StreamItem::Json { error, .. }) => assert_eq!(error, Some(ErrorCode(-32602))),
+            other => panic!("the answer, not {other:?}"),
+        }
+        assert!(rx.recv().await.is_none(), "End closed the stream");
+        assert!(relays.forget("ch").is_none());
+    }
+}
