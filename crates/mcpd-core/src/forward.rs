@@ -42,6 +42,12 @@ pub trait Forward: Send + Sync + 'static {
         None
     }
 
+    /// Whether a call of the upstream's tool `name` may run as a task in
+    /// mcpd's store (the Tasks extension), as for a tool of mcpd's own.
+    fn task_policy(&self, _name: &str) -> crate::handler::TaskPolicy {
+        crate::handler::TaskPolicy::FORBIDDEN
+    }
+
     /// Why this replica is not ready on this upstream's account (an
     /// upstream the operator marked required, not up now); `None`: no
     /// objection.

@@ -359,6 +359,15 @@ impl Forward for Upstream {
         self.health.unready()
     }
 
+    /// Any of its tools may be a task in mcpd's store (`tasks`, default
+    /// on), on every way in.
+    fn task_policy(&self, _name: &str) -> mcpd_core::handler::TaskPolicy {
+        match self.cfg.tasks {
+            true => mcpd_core::handler::TaskPolicy::OPTIONAL,
+            false => mcpd_core::handler::TaskPolicy::FORBIDDEN,
+        }
+    }
+
     fn tool(&self, name: &str) -> Option<ToolDef> {
         let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
         tools.get(name).cloned()

@@ -98,9 +98,16 @@ pub(crate) fn build_on(
         actix_rt::spawn(task);
     }
     for (id, s) in gateway.endpoints(config, &metrics) {
-        // Pass-through endpoints offer no tasks: the upstream's own are
-        // its business.
-        let c = core_for(config, Arc::new(s), stats.clone(), &stores, None, &parking);
+        // Pass-through endpoints share the replica's task service: a call
+        // of the upstream's tool may be a task in mcpd's store.
+        let c = core_for(
+            config,
+            Arc::new(s),
+            stats.clone(),
+            &stores,
+            tasks.clone(),
+            &parking,
+        );
         core.upstreams.push((id, c));
     }
     // One bus subscriber for the process: a control message names its

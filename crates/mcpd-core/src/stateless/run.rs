@@ -71,21 +71,20 @@ impl Stateless {
         let method = req.kind;
         let id = req.id.clone();
         let binding = binding(&req, &caller);
-        // A call routed to an upstream (`server_id`) is not a local tool's.
+        // A call routed to an upstream (`server_id`, or a pass-through
+        // endpoint) takes the upstream's policy; a local tool its own.
         // (Tasks off, no tool can become one: no lookup.)
-        let tool =
-            (self.tasks.is_some() && method == Some(Method::ToolsCall) && req.server_id.is_none())
-                .then(|| {
-                    req.target()
-                        .and_then(|name| self.server.registry.tool(name))
-                })
-                .flatten();
-        let plan = match &tool {
-            Some(t) => Tasks::plan(
-                self.tasks.as_deref(),
-                t.task_policy(),
-                &meta.client_capabilities,
-            ),
+        let policy = (self.tasks.is_some() && method == Some(Method::ToolsCall))
+            .then(|| {
+                let name = req.target()?;
+                match self.server.forwarder(req.server_id.as_deref()) {
+                    Some(up) => Some(up.task_policy(name)),
+                    None => self.server.registry.tool(name).map(|t| t.task_policy()),
+                }
+            })
+            .flatten();
+        let plan = match policy {
+            Some(policy) => Tasks::plan(self.tasks.as_deref(), policy, &meta.client_capabilities),
             None => Plan::Sync,
         };
         let escalation = match plan {

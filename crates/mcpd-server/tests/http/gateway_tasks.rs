@@ -94,3 +94,52 @@ async fn an_upstream_with_tasks_off_answers_a_declaring_client_plainly() {
     assert_eq!(r["resultType"], "complete", "{r}");
     assert_eq!(r["content"][0]["text"], "plain", "{r}");
 }
+
+/// The same on the other two ways in: a pass-through endpoint
+/// (`/mcp/{id}`) shares the replica's task service, and a call routed with
+/// `server_id` takes its upstream's policy; `tasks/*` there are mcpd's.
+#[tokio::test]
+async fn an_upstream_tool_is_a_task_through_the_pass_through_endpoint_and_server_id() {
+    let dir = TempDir::new("gw-tasks-ways");
+    let s = TestServer::start_configured({
+        let up = inner(&dir, "inner", Share::Shared);
+        move |c| c.upstream = vec![up]
+    });
+    // /mcp/inner: discovery says Tasks, and the call is a task.
+    let c = mcpd_testkit::McpClient::new(&format!("{}/inner", s.url));
+    let discovered = ok(&c, "server/discover", json!({}), with_t()).await;
+    assert!(
+        discovered["capabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_some(),
+        "{discovered}"
+    );
+    let created = start(&c, "countdown", json!({"steps": 2, "interval_ms": 50})).await;
+    let id = created["taskId"].as_str().expect("a task id").to_owned();
+    let done = wait_for(&c, &id, "completed", Duration::from_secs(20)).await;
+    assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
+
+    // server_id on /mcp.
+    let c = s.client();
+    let body = json!({"jsonrpc": "2.0", "id": 5, "server_id": "inner", "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "routed"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": with_t()}}});
+    let r = c
+        .send(
+            c.http
+                .post(&c.url)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .header("MCP-Protocol-Version", "2026-07-28")
+                .header("Mcp-Method", "tools/call")
+                .header("Mcp-Name", "echo")
+                .body(body.to_string()),
+        )
+        .await;
+    let created = r.response(&json!(5)).expect("an answer")["result"].clone();
+    assert_eq!(created["resultType"], "task", "{r:?}");
+    let id = created["taskId"].as_str().expect("a task id").to_owned();
+    let done = wait_for(&c, &id, "completed", Duration::from_secs(20)).await;
+    assert_eq!(done["result"]["content"][0]["text"], "routed", "{done}");
+}
