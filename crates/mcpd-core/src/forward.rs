@@ -42,6 +42,14 @@ pub trait Forward: Send + Sync + 'static {
         None
     }
 
+    /// Whether the upstream runs its own tasks (a 2026-07-28 upstream
+    /// offering the Tasks extension): a client's call goes there with its
+    /// Tasks declaration, and the task ids it answers are the upstream's,
+    /// which core hands the client sealed to the caller.
+    fn own_tasks(&self) -> bool {
+        false
+    }
+
     /// Whether a call of the upstream's tool `name` may run as a task in
     /// mcpd's store (the Tasks extension), as for a tool of mcpd's own.
     fn task_policy(&self, _name: &str) -> crate::handler::TaskPolicy {

@@ -136,11 +136,16 @@ impl KeyRing {
 
     /// Seals `answers` for the request described by `binding`.
     pub fn seal(&self, answers: &JsonObject, binding: &str) -> String {
+        self.seal_for(answers, binding, self.ttl)
+    }
+
+    /// [`Self::seal`], valid for `ttl` rather than the ring's TTL.
+    pub fn seal_for(&self, answers: &JsonObject, binding: &str, ttl: Duration) -> String {
         let keys = self.read();
         let (id, cipher) = &keys[0];
         let body = serde_json::to_vec(&Sealed {
             answers: answers.clone(),
-            exp: now() + self.ttl.as_secs(),
+            exp: now() + ttl.as_secs(),
         })
         .unwrap_or_default();
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);

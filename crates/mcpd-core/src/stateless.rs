@@ -45,6 +45,7 @@ mod answer;
 mod call;
 mod entry;
 mod envelope;
+mod foreign;
 mod park;
 mod peer;
 mod relay;

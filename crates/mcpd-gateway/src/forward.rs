@@ -17,7 +17,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{Protocol, Share, UpstreamConfig};
-use crate::link::wire::PARAM_HEADERS_KEY;
+use crate::link::wire::{PARAM_HEADERS_KEY, PASS_TASKS_KEY};
 use crate::pool::Pool;
 use crate::trace;
 use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
@@ -51,6 +51,8 @@ pub struct Upstream {
     tools: RwLock<HashMap<String, ToolDef>>,
     /// The latest listing of `tools` started.
     listing: AtomicU64,
+    /// The upstream offers the Tasks extension (seen at its handshake).
+    offers_tasks: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -85,6 +87,7 @@ impl Upstream {
             pool,
             tools: RwLock::default(),
             listing: AtomicU64::new(0),
+            offers_tasks: Default::default(),
         });
         let weak = Arc::downgrade(&up);
         up.on_event(Arc::new(move |_, e| {
@@ -102,6 +105,14 @@ impl Upstream {
     /// Reads the upstream's tools (every page) into [`Self::tools`].
     async fn list_tools(&self) {
         let generation = self.listing.fetch_add(1, Ordering::AcqRel) + 1;
+        // Listed at each connection: whether it offers Tasks may change too.
+        if let Ok(init) = upstream::handshake(&self.shared, &self.cfg.id).await {
+            let offers = init
+                .pointer("/capabilities/extensions")
+                .and_then(|e| e.get(methods::TASKS_EXTENSION))
+                .is_some();
+            self.offers_tasks.store(offers, Ordering::Release);
+        }
         let mut all = HashMap::new();
         let mut cursor: Option<String> = None;
         for _ in 0..100 {
@@ -259,6 +270,18 @@ impl Upstream {
                 }
             }
         }
+        // The client's Tasks declaration goes upstream only to an upstream
+        // that runs its own tasks, for a call that is not one of mcpd's.
+        let pass_tasks = self.own_tasks() && ctx.as_ref().is_some_and(|c| c.task_id().is_none());
+        if pass_tasks {
+            if let Value::Object(meta) = params
+                .get_or_insert_with(JsonObject::new)
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()))
+            {
+                meta.insert(PASS_TASKS_KEY.into(), Value::Bool(true));
+            }
+        }
         let pooled = self.cfg.share == Share::Shared || session.is_none();
         let mut lease = match &self.pool {
             Some(pool) if may_ask && pooled => Some(
@@ -341,9 +364,13 @@ impl Forward for Upstream {
         // A 2026-07-28 client's `requestState` and `inputResponses` are
         // mcpd's own (its core opened and answered them): never the
         // upstream's, which gets its own from its link.
+        // (A `tasks/update`'s `inputResponses` are the upstream task's own.)
+        let own = method.starts_with("tasks/");
         let params = params.map(|mut p| {
-            p.remove("requestState");
-            p.remove("inputResponses");
+            if !own {
+                p.remove("requestState");
+                p.remove("inputResponses");
+            }
             // The keys mcpd passes its links are its own, never a client's;
             // so is a 2026-07-28 envelope: each link speaks its upstream's
             // revision (a session-era one refuses a 2026-07-28 `_meta`).
@@ -359,10 +386,14 @@ impl Forward for Upstream {
         self.health.unready()
     }
 
+    fn own_tasks(&self) -> bool {
+        self.cfg.tasks && self.offers_tasks.load(Ordering::Acquire)
+    }
+
     /// Any of its tools may be a task in mcpd's store (`tasks`, default
-    /// on), on every way in.
+    /// on), on every way in — unless the upstream runs its own.
     fn task_policy(&self, _name: &str) -> mcpd_core::handler::TaskPolicy {
-        match self.cfg.tasks {
+        match self.cfg.tasks && !self.own_tasks() {
             true => mcpd_core::handler::TaskPolicy::OPTIONAL,
             false => mcpd_core::handler::TaskPolicy::FORBIDDEN,
         }

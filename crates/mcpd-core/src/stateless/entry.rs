@@ -65,6 +65,15 @@ impl Stateless {
                 refuse(ErrorObject::missing_extension(m::TASKS_EXTENSION))
             }
             Route::Tasks(method) => {
+                // An upstream's own task: the request goes there.
+                match self.foreign_task(&req, &caller) {
+                    Some(Ok((req, shown))) => {
+                        let rx = self.launch(req, meta, caller, Default::default(), Some(shown));
+                        return Answer::Stream(rx);
+                    }
+                    Some(Err(e)) => return refuse(e),
+                    None => {}
+                }
                 let Some(tasks) = self.tasks.clone() else {
                     return refuse(ErrorObject::method_not_found(&req.method));
                 };

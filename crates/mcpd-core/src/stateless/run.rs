@@ -67,6 +67,19 @@ impl Stateless {
         caller: Caller,
         answers: JsonObject,
     ) -> StreamReceiver {
+        self.launch(req, meta, caller, answers, None)
+    }
+
+    /// [`Self::start`]; `shown_task`: the task id the client named, which
+    /// its answer carries (a `tasks/*` request for an upstream's own task).
+    pub(super) fn launch(
+        self: &Arc<Self>,
+        req: Request,
+        meta: StatelessMeta,
+        caller: Caller,
+        answers: JsonObject,
+        shown_task: Option<String>,
+    ) -> StreamReceiver {
         let limits = &self.server.limits;
         let method = req.kind;
         let id = req.id.clone();
@@ -125,6 +138,10 @@ impl Stateless {
             escalation: escalation.clone(),
         };
         let principal = caller.principal.clone();
+        // An upstream running its own tasks: its task ids are sealed.
+        let owner = self
+            .task_owner(&req)
+            .map(|up| (up, caller.clone(), shown_task));
         let rctx = RequestContext::new(ContextParts {
             request_id: id.clone(),
             progress_token: meta.progress_token.clone(),
@@ -163,6 +180,12 @@ impl Stateless {
             // The answer goes to the round under way.
             let Some(out) = last.out() else {
                 return;
+            };
+            let outcome = match &owner {
+                Some((up, caller, shown)) => {
+                    outcome.map(|v| this.seal_task_id(v, up, caller, shown.as_deref()))
+                }
+                None => outcome,
             };
             let item = out.answer(&this.decorate(method, outcome));
             // The final message waits for room rather than being dropped.

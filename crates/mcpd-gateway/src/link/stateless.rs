@@ -317,6 +317,10 @@ impl StatelessLink {
             Ok(result) if result.get("resultType") == Some(&json!("input_required")) => {
                 self.ask(id, round, result)
             }
+            // The upstream's own task (its tasks are passed through).
+            Ok(result) if result.get("resultType") == Some(&json!("task")) => {
+                self.answer(id, Ok(result))
+            }
             Ok(result) => self.answer(id, Ok(complete(result))),
             Err(e) => self.answer(id, Err(e)),
         }

@@ -22,6 +22,11 @@ pub const CLIENT_CAPABILITIES_KEY: &str = "mcpd/clientCapabilities";
 /// `Mcp-Param-*` headers (name → argument value) its tool's schema asks
 /// for; this link sends them, and no other link is given them.
 pub const PARAM_HEADERS_KEY: &str = "mcpd/paramHeaders";
+/// Set (`true`) by the gateway in a call's `params._meta` when the
+/// client's Tasks declaration goes to the upstream with it (an upstream
+/// that runs its own tasks, a call mcpd does not run as a task); without
+/// it the actor takes the extension out of the declared capabilities.
+pub const PASS_TASKS_KEY: &str = "mcpd/passTasks";
 /// Most rounds of questions one call may take before it fails.
 pub(crate) const MAX_ROUNDS: u32 = 10;
 

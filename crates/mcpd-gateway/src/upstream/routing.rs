@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::messages::{Call, UPSTREAM_VERSION};
 use crate::config::Share;
-use crate::link::wire::{CLIENT_CAPABILITIES_KEY, PARAM_HEADERS_KEY};
+use crate::link::wire::{CLIENT_CAPABILITIES_KEY, PARAM_HEADERS_KEY, PASS_TASKS_KEY};
 
 pub(super) type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
 
@@ -155,9 +155,17 @@ impl Routes {
         if let Some(t) = &token {
             meta.insert("progressToken".into(), t.clone());
         }
+        let pass_tasks = meta.remove(PASS_TASKS_KEY) == Some(Value::Bool(true));
         match (modern, ctx.as_ref()) {
             (true, Some(c)) => {
-                let caps = serde_json::to_value(c.client_capabilities()).unwrap_or_default();
+                let mut caps = serde_json::to_value(c.client_capabilities()).unwrap_or_default();
+                if !pass_tasks {
+                    // A call mcpd runs as a task, or of an upstream whose
+                    // tasks are not passed through: no task upstream.
+                    if let Some(Value::Object(ext)) = caps.get_mut("extensions") {
+                        ext.remove(methods::TASKS_EXTENSION);
+                    }
+                }
                 meta.insert(CLIENT_CAPABILITIES_KEY.into(), caps);
             }
             (true, None) => {}

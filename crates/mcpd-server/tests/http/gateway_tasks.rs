@@ -143,3 +143,94 @@ async fn an_upstream_tool_is_a_task_through_the_pass_through_endpoint_and_server
     let done = wait_for(&c, &id, "completed", Duration::from_secs(20)).await;
     assert_eq!(done["result"]["content"][0]["text"], "routed", "{done}");
 }
+
+/// An upstream that runs its own tasks (a 2026-07-28 mcpd offering the
+/// extension) gets the client's task-augmented call; its task id reaches
+/// the client sealed, and `tasks/get` with it goes to the upstream. The
+/// task lives in the upstream's store, not mcpd's; an altered id is an
+/// unknown task.
+#[tokio::test]
+async fn an_upstream_s_own_tasks_are_passed_through_under_sealed_ids() {
+    let (upstream, upstream_admin) = crate::hostile_bounds::child(&[]);
+    let mut up = mcpd_gateway::UpstreamConfig::http("modern", &upstream.url);
+    up.protocol = mcpd_gateway::Protocol::Stateless;
+    let s = TestServer::start_configured(|c| {
+        c.admin.listen = Some("127.0.0.1:0".into());
+        c.upstream = vec![up];
+    });
+    let admin = s.admin_url.clone().expect("admin");
+    let c = mcpd_testkit::McpClient::new(&format!("{}/modern", s.url));
+    // Until the gateway has seen the upstream offer Tasks, a call would be
+    // a task of mcpd's: wait for a plain call to come back plainly.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = ok(
+            &c,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "hi"}}),
+            with_t(),
+        )
+        .await;
+        if r["resultType"] == "complete" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{r}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let created_here = |text: &str| crate::metrics::sample(text, "mcpd_tasks_created_total");
+    let before = created_here(&crate::metrics::scrape(&admin).await);
+    let created = start(
+        &c,
+        "long_report",
+        json!({"topic": "tides", "sections": 2, "section_ms": 50}),
+    )
+    .await;
+    let id = created["taskId"].as_str().expect("a task id").to_owned();
+    assert!(id.starts_with("u."), "a sealed upstream id: {created}");
+    // Its question, answered with tasks/update through the gateway.
+    let t = wait_for(&c, &id, "input_required", Duration::from_secs(20)).await;
+    assert!(t["inputRequests"].get("appendix").is_some(), "{t}");
+    ok(
+        &c,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"appendix": {"action": "accept", "content": {"appendix": true}}}}),
+        with_t(),
+    )
+    .await;
+    let done = wait_for(&c, &id, "completed", Duration::from_secs(20)).await;
+    assert_eq!(
+        done["taskId"],
+        json!(id),
+        "the client's id throughout: {done}"
+    );
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("## Appendix"), "{done}");
+    assert_eq!(
+        created_here(&crate::metrics::scrape(&admin).await),
+        before,
+        "not mcpd's task"
+    );
+    assert_eq!(
+        created_here(&crate::metrics::scrape(&upstream_admin).await),
+        1.0,
+        "the upstream's"
+    );
+
+    let mut altered = id.clone().into_bytes();
+    let i = altered.len() - 5;
+    altered[i] = if altered[i] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).expect("ascii");
+    let (r, rid) = crate::tasks::rpc(&c, "tasks/get", json!({"taskId": altered}), with_t()).await;
+    let e = r.response(&rid).expect("an answer")["error"].clone();
+    assert_eq!(e["code"], -32602, "{r:?}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Task not found"),
+        "{e}"
+    );
+    drop(upstream);
+}

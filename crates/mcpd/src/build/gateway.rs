@@ -18,7 +18,13 @@ pub(super) struct Upstreams(mcpd_gateway::Gateway);
 impl Upstreams {
     /// Starts the configured upstreams; `server` forwards to them by id.
     pub(super) fn start(config: &Config, server: &mut McpServer) -> Self {
-        let gateway = mcpd_gateway::Gateway::start(&config.upstream, server.metrics.clone());
+        // Without mcpd's task service no call is a task, the upstream's own
+        // included (nothing would answer `tasks/*`).
+        let mut upstreams = config.upstream.clone();
+        if !config.tasks.enabled {
+            upstreams.iter_mut().for_each(|u| u.tasks = false);
+        }
+        let gateway = mcpd_gateway::Gateway::start(&upstreams, server.metrics.clone());
         server.upstreams = gateway.by_id();
         Self(gateway)
     }

@@ -335,3 +335,44 @@ fn only_a_sealed_state_names_a_parked_call() {
     let (answers, parked) = s.collect_answers(Some(&forged), b).unwrap();
     assert_eq!((answers, parked), (object(json!({"q": 2})), None));
 }
+
+/// An upstream's own task id reaches the client sealed for the caller and
+/// naming the upstream: the caller's `tasks/get` goes there under the
+/// upstream's id; another principal's is an unknown task; an id the
+/// client named stays the one it sees.
+#[test]
+fn an_upstream_task_id_is_sealed_for_its_caller() {
+    let s = stateless(false);
+    let bob = Caller {
+        principal: Some("bob".into()),
+        ..Caller::default()
+    };
+    let answer = s.seal_task_id(
+        json!({"taskId": "t-9", "status": "working"}),
+        "far",
+        &alice(),
+        None,
+    );
+    let id = answer["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("u.") && !id.contains("t-9"), "{answer}");
+    let get = |who: &Caller| {
+        let p = object(json!({"taskId": id}));
+        let r = Request::new(RequestId::Int(3), m::TASKS_GET, Some(p));
+        s.foreign_task(&r, who)
+    };
+    let (routed, shown) = get(&alice()).unwrap().unwrap();
+    assert_eq!(routed.server_id.as_deref(), Some("far"));
+    assert_eq!(routed.params.unwrap()["taskId"], "t-9");
+    assert_eq!(shown, id);
+    let e = get(&bob).unwrap().unwrap_err();
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    assert!(e.message.starts_with("Task not found"), "{e}");
+    let kept = s.seal_task_id(json!({"taskId": "t-9"}), "far", &alice(), Some(&id));
+    assert_eq!(kept["taskId"], json!(id));
+    let mine = Request::new(
+        RequestId::Int(4),
+        m::TASKS_GET,
+        Some(object(json!({"taskId": "0b6f"}))),
+    );
+    assert!(s.foreign_task(&mine, &alice()).is_none(), "mcpd's own task");
+}
