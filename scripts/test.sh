@@ -113,12 +113,23 @@ else count 0 1; fi
 say "conformance through the gateway (an upstream of each era behind /mcp/fx)"
 bash "$ROOT/tests/conformance/gateway.sh" "$BIN_DIR/mcpd" "$LOGDIR/conformance-gateway" \
   2>"$LOGDIR/conformance-gateway.err" | tee "$LOGDIR/conformance-gateway.log"
-for label in gateway-session gateway-stateless; do
+for label in gateway-session gateway-stateless gateway-tasks; do
   line=$(grep -E "^\[$label\] conformance: [0-9]+ passed, [0-9]+ failed" "$LOGDIR/conformance-gateway.log" | tail -1)
   cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
   [ -n "$line" ] || { cp=0; cf=1; echo "FAIL $label: no summary line (see $LOGDIR/conformance-gateway.err)"; }
   count "$cp" "$cf"
 done
+
+# --- the suite's client scenarios against mcpd's upstream client ---------------------
+# Each scenario's test server behind mcpd (/mcp/fx), called through by
+# tests/conformance/client-driver.mjs (tests/conformance/NOTES.md).
+say "conformance client scenarios through the gateway (mcpd's upstream client)"
+bash "$ROOT/tests/conformance/gateway-client.sh" "$BIN_DIR/mcpd" "$LOGDIR/conformance-client" \
+  2>"$LOGDIR/conformance-client.err" | sed "s/^/[gateway-client] /" | tee "$LOGDIR/conformance-client.log"
+line=$(grep -E '^\[gateway-client\] conformance: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/conformance-client.log" | tail -1)
+cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
+[ -n "$line" ] || { cp=0; cf=1; echo "FAIL gateway-client: no summary line (see $LOGDIR/conformance-client.err)"; }
+count "$cp" "$cf"
 
 # --- interop with the official SDK clients -------------------------------------------
 if start_mcpd interop-server --toolset demo; then

@@ -5,10 +5,12 @@
 #
 #   tests/conformance/gateway.sh MCPD_BIN [OUTDIR]
 #
-# Two runs (line 0.2, strict), each printing `conformance: N passed, M failed`:
+# Three runs (line 0.2, strict), each printing `conformance: N passed, M failed`:
 #   session:   revision 2025-11-25, the upstream a stdio child (`mcpd --stdio`)
 #   stateless: revision 2026-07-28, the upstream over HTTP spoken to in
 #              2026-07-28 (`protocol = "stateless"`)
+#   tasks:     the Tasks extension's scenarios through the same gateway: the
+#              upstream offers Tasks, so its own tasks are passed through
 # The session run excludes its one known gap (tests/conformance/NOTES.md says why).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -67,5 +69,8 @@ TOML
     echo "[gateway-stateless] through $URL/fx (HTTP upstream, 2026-07-28)" >&2
     CONFORMANCE_STRICT=1 CONFORMANCE_LINE=0.2 CONFORMANCE_SPEC_VERSION=2026-07-28 \
       bash "$HERE/run.sh" "$URL/fx" "$OUT/stateless" 2>"$OUT/stateless.err" | sed 's/^/[gateway-stateless] /'
+    echo "[gateway-tasks] the Tasks scenarios through $URL/fx (the upstream's own tasks)" >&2
+    CONFORMANCE_STRICT=1 CONFORMANCE_LINE=0.2 CONFORMANCE_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error tasks-mrtr-composition" \
+      bash "$HERE/run.sh" "$URL/fx" "$OUT/tasks" 2>"$OUT/tasks.err" | sed 's/^/[gateway-tasks] /'
   fi
 fi
