@@ -9,9 +9,17 @@
 //! running with no parent. Stopping is SIGTERM to the group, then SIGKILL
 //! to what is left after [`GRACE`]; a child that exits by itself has what
 //! it left behind in its group killed before it is started again.
+//!
+//! mcpd killed outright (SIGKILL, the OOM killer) runs none of that, so the
+//! child is started by `/bin/sh` with a watcher in its group: it reads the
+//! [`lifeline`], a pipe whose write end only this process holds, and when
+//! the process is gone (the kernel closes the write end, so the read sees
+//! end of file) it kills the whole group. Without `/bin/sh` the child is
+//! started directly (stopped as above, but not after a SIGKILL of mcpd).
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpd_protocol::jsonrpc::Message;
@@ -28,6 +36,40 @@ use crate::config::UpstreamConfig;
 /// Lines waiting for the child's stdin; beyond this a message is dropped
 /// with a warning rather than queued without limit.
 const INPUT_QUEUE: usize = 256;
+
+/// The shell that starts a child with its watcher.
+const SHELL: &str = "/bin/sh";
+
+/// The number of the read end of this process's lifeline: a pipe whose
+/// write end only this process holds (close-on-exec), so a reader sees end
+/// of file once the process is gone, however it ended. The read end is
+/// inherited by children. `None`: no `/bin/sh`, or no pipe.
+fn lifeline() -> Option<i32> {
+    static LIFELINE: OnceLock<Option<(OwnedFd, OwnedFd)>> = OnceLock::new();
+    let ends = LIFELINE.get_or_init(|| {
+        if !std::path::Path::new(SHELL).exists() {
+            tracing::warn!(
+                "no {SHELL}: stdio upstreams are not stopped when mcpd is killed outright"
+            );
+            return None;
+        }
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).ok()?;
+        rustix::io::fcntl_setfd(&read, rustix::io::FdFlags::empty()).ok()?;
+        Some((read, write))
+    });
+    ends.as_ref().map(|(read, _)| read.as_raw_fd())
+}
+
+/// The script that runs `"$@"` (the command and its arguments) with a
+/// watcher in its process group: the watcher waits for the end of the
+/// lifeline `fd`, then kills the group. It keeps none of the command's
+/// stdio (the command's end of file must not wait for it). The pipe is
+/// opened by its `/proc` name: `sh` redirects only descriptors 0 to 9.
+fn watched(fd: i32) -> String {
+    format!(
+        "( exec </dev/null >/dev/null 2>&1; while read -r _; do :; done </proc/self/fd/{fd}; kill -9 0 ) & exec \"$@\""
+    )
+}
 
 /// How long a stopped child's process group has to exit after SIGTERM.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -55,7 +97,17 @@ impl StdioLink {
     /// Starts the child and the tasks that write its stdin, read its
     /// stdout and stderr, and wait for its exit.
     pub fn spawn(cfg: &UpstreamConfig, reporter: Reporter) -> Result<Self, String> {
-        let mut cmd = Command::new(&cfg.command);
+        let mut cmd = match lifeline() {
+            Some(fd) => {
+                let mut sh = Command::new(SHELL);
+                sh.arg("-c")
+                    .arg(watched(fd))
+                    .arg("mcpd-upstream")
+                    .arg(&cfg.command);
+                sh
+            }
+            None => Command::new(&cfg.command),
+        };
         cmd.args(&cfg.args)
             .envs(&cfg.env)
             .stdin(Stdio::piped())

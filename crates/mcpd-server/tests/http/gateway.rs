@@ -661,3 +661,61 @@ async fn a_request_a_restarted_remote_upstream_refused_with_404_is_sent_again() 
     second.kill().unwrap();
     second.wait().unwrap();
 }
+
+/// #33: mcpd killed outright (SIGKILL) or stopped (SIGTERM) leaves no
+/// process of a stdio upstream behind: neither the upstream nor what it
+/// started (as `npx` starts `sh` and `node`).
+#[tokio::test]
+async fn no_upstream_process_outlives_mcpd_killed_or_stopped() {
+    for signal in ["-KILL", "-TERM"] {
+        let dir = TempDir::new("gw-lifeline");
+        let script = format!(
+            "sleep 300 & echo $! >> {d}/grandchildren; echo $$ >> {d}/pids; exec {bin} --stdio",
+            d = dir.0.display(),
+            bin = env!("CARGO_BIN_EXE_mcpd")
+        );
+        let config = dir.0.join("gateway.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[[upstream]]\nid = \"inner\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nenv = {{ MCPD_LOG_LEVEL = \"warn\" }}\npool_size = 2\n"
+            ),
+        )
+        .unwrap();
+        let mcpd = mcpd_testkit::McpdProcess::start(
+            env!("CARGO_BIN_EXE_mcpd"),
+            &["--config", config.to_str().unwrap()],
+        );
+        let mut c = McpClient::new(&mcpd.url);
+        c.initialize().await;
+        wait_aggregated(&c, "inner__echo").await;
+        // A call that asks takes a pooled child too: two upstreams run.
+        let r = c
+            .call(
+                "tools/call",
+                json!({"name": "inner__echo", "arguments": {"message": "x"}}),
+            )
+            .await;
+        assert_eq!(r["content"][0]["text"], "x");
+        let read = |f: &str| -> Vec<u32> {
+            std::fs::read_to_string(dir.0.join(f))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        };
+        let (upstreams, started) = (read("pids"), read("grandchildren"));
+        assert!(!upstreams.is_empty() && started.iter().all(|&p| running(p)));
+        let pid = mcpd.pid().expect("mcpd runs").to_string();
+        std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        gone_within(&started, &format!("after kill {signal} of mcpd"));
+        gone_within(
+            &upstreams,
+            &format!("after kill {signal} of mcpd (the upstreams)"),
+        );
+        drop(mcpd);
+    }
+}
