@@ -53,6 +53,15 @@ impl Mrtr {
         }
     }
 
+    /// Whether the round has something to end with: a question, or a
+    /// reason it cannot ask. (The signal may carry a stale permit: two
+    /// asks in one poll, the first taken by a waiter already registered,
+    /// leave one behind.)
+    pub(super) fn pending(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        !state.inputs.is_empty() || !state.missing.is_empty() || state.misplaced
+    }
+
     pub(super) fn update(&self, f: impl FnOnce(&mut MrtrState)) {
         f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
         // A stored permit: the driver sees it after the handler's current

@@ -69,7 +69,21 @@ impl StatelessPeer {
     /// the round ends with `input_required` (the call is parked) and the
     /// handler waits here for the round that brings the answer.
     async fn answer(&self, key: &str, method: &'static str, params: Value) -> Value {
-        let may_ask = self.may_ask;
+        self.answer_of(key, method, params, false).await
+    }
+
+    /// [`Self::answer`]; `recorded`: the question is recorded already (a
+    /// batch records its questions in one update, so the round's end sees
+    /// them all — the asking task may run on another thread than the
+    /// driver). Asked again after a round that did not answer it.
+    async fn answer_of(
+        &self,
+        key: &str,
+        method: &'static str,
+        params: Value,
+        recorded: bool,
+    ) -> Value {
+        let mut recorded = recorded;
         loop {
             let answered = self.call.answered.notified();
             tokio::pin!(answered);
@@ -77,16 +91,27 @@ impl StatelessPeer {
             if let Some(answer) = self.call.answer(key) {
                 return answer;
             }
-            let params = params.clone();
-            self.call.mrtr.update(|s| match may_ask {
-                true => {
-                    s.inputs
-                        .insert(key.to_owned(), InputRequest::new(method, params));
-                }
-                false => s.misplaced = true,
-            });
+            if !recorded {
+                self.record(vec![(key.to_owned(), method, params.clone())]);
+            }
+            recorded = false;
             answered.await;
         }
+    }
+
+    /// Records questions for the round's `inputRequests` in one update.
+    fn record(&self, asks: Vec<(String, &'static str, Value)>) {
+        let may_ask = self.may_ask;
+        self.call.mrtr.update(|s| {
+            for (key, method, params) in asks {
+                match may_ask {
+                    true => {
+                        s.inputs.insert(key, InputRequest::new(method, params));
+                    }
+                    false => s.misplaced = true,
+                }
+            }
+        });
     }
 }
 
@@ -161,10 +186,17 @@ impl Peer for StatelessPeer {
             });
             return futures_util::future::join_all(asks).await;
         }
-        // Each unanswered one is recorded in the same poll (`join_all`
-        // polls them all): one `inputRequests`.
+        // The unanswered ones recorded at once: one `inputRequests`.
+        let open: Vec<_> = asks
+            .iter()
+            .filter(|(key, ..)| self.call.answer(key).is_none())
+            .cloned()
+            .collect();
+        if !open.is_empty() {
+            self.record(open);
+        }
         let asks = asks.into_iter().map(|(key, method, params)| async move {
-            Ok(self.answer(&key, method, params).await)
+            Ok(self.answer_of(&key, method, params, true).await)
         });
         futures_util::future::join_all(asks).await
     }

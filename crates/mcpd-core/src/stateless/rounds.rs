@@ -70,7 +70,11 @@ impl Stateless {
                 tokio::select! {
                     biased;
                     outcome = &mut work => return outcome,
-                    () = call.mrtr.signal.notified() => break,
+                    () = call.mrtr.signal.notified() => {
+                        if call.mrtr.pending() {
+                            break;
+                        }
+                    }
                     () = out.writer.closed(), if watching => {
                         // A task outlives its request's stream.
                         if escalated() {
