@@ -335,6 +335,13 @@ async fn every_client_era_reaches_every_upstream_era_exactly_once_through_nginx(
             "mcpd's own long_report: {progress} progress in round 2, text {text:?}"
         ));
     }
+    // Tasks through the gateway, polled and answered on whichever replica
+    // the request lands: a session-era upstream's tool as a task in mcpd's
+    // store (its question answered with tasks/update; it ran once), and
+    // the 2026-07-28 upstream's own task under its sealed id.
+    if let Err(why) = tasks_across_replicas(&base, &stdio_count).await {
+        failures.push(why);
+    }
     let per = nginx.hits_per(&replicas, 0);
     if per.iter().any(|&n| n < 10) {
         failures.push(format!("requests per replica: {per:?}"));
@@ -346,4 +353,54 @@ async fn every_client_era_reaches_every_upstream_era_exactly_once_through_nginx(
         cl.logs_tail(8000)
     );
     drop(modern);
+}
+
+async fn tasks_across_replicas(base: &str, stdio_count: &Path) -> Result<(), String> {
+    use crate::tasks::{ok, start, wait_for, with_t};
+    let c = McpClient::new(&format!("{base}/mcp"));
+    let created = start(&c, "pystdio__transfer", json!({"amount": 900})).await;
+    let id = created["taskId"].as_str().unwrap_or_default().to_owned();
+    let t = wait_for(&c, &id, "input_required", Duration::from_secs(30)).await;
+    let key = t["inputRequests"]
+        .as_object()
+        .and_then(|q| q.keys().next().cloned())
+        .ok_or(format!("a question: {t}"))?;
+    ok(
+        &c,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: accept(json!({"ok": true}))}}),
+        with_t(),
+    )
+    .await;
+    let done = wait_for(&c, &id, "completed", Duration::from_secs(30)).await;
+    if tool_text(&done["result"]) != "sent 900" || runs(stdio_count, 900) != 1 {
+        return Err(format!(
+            "a task of mcpd's: {done}, {} run(s)",
+            runs(stdio_count, 900)
+        ));
+    }
+    // The 2026-07-28 upstream's own task (no question: the call does not
+    // declare elicitation).
+    let c = McpClient::new(&format!("{base}/mcp/modern"));
+    let only_tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let created = ok(
+        &c,
+        "tools/call",
+        json!({"name": "long_report", "arguments": {"topic": "tides", "sections": 2, "section_ms": 20}}),
+        only_tasks.clone(),
+    )
+    .await;
+    let id = created["taskId"].as_str().unwrap_or_default().to_owned();
+    if !id.starts_with("u.") {
+        return Err(format!("the upstream's own task, under a sealed id: {created}"));
+    }
+    for _ in 0..100 {
+        let t = ok(&c, "tasks/get", json!({"taskId": id}), only_tasks.clone()).await;
+        match t["status"].as_str() {
+            Some("completed") if tool_text(&t["result"]).contains("## Section 2") => return Ok(()),
+            Some("working") => tokio::time::sleep(Duration::from_millis(100)).await,
+            _ => return Err(format!("the upstream's own task: {t}")),
+        }
+    }
+    Err("the upstream's own task never completed".into())
 }
