@@ -162,6 +162,10 @@ pub async fn message(
     state
         .security
         .check_scopes(&access, body.messages(), state.metrics())?;
+    state
+        .security
+        .check_quotas(&access, &req, body.messages(), state.metrics())
+        .await?;
     let session = conn.session();
     match channel::step(&state.node, body, session.is_some()) {
         Step::Refuse(e, _) => return Err(HttpError::BadRequest(e.to_string())),

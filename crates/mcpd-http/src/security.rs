@@ -35,6 +35,8 @@ pub struct Security {
     pub requests: Option<Arc<RateLimiter>>,
     /// Sessions created per principal (or client IP).
     pub sessions: Option<Arc<RateLimiter>>,
+    /// Named limits per principal and per tool (`[[rate_limit.rule]]`).
+    pub quotas: Option<Arc<crate::quota::Quotas>>,
     /// Scopes every request on this endpoint needs (a gateway upstream's).
     pub endpoint_scopes: Vec<String>,
     /// Gateway upstreams' scopes by id, with the tool-name separator, for
@@ -159,6 +161,26 @@ impl Security {
             }
         }
         Ok(())
+    }
+
+    /// Every request in `messages` draws on the named limits that apply to
+    /// it: 429 with `Retry-After` over one.
+    pub async fn check_quotas(
+        &self,
+        access: &Access,
+        req: &HttpRequest,
+        messages: &[Message],
+        metrics: &Metrics,
+    ) -> Result<(), HttpError> {
+        let Some(quotas) = &self.quotas else {
+            return Ok(());
+        };
+        let who = match (&access.principal, &access.key) {
+            (Some(p), _) => p.key(),
+            (None, Some(k)) => k.clone(),
+            (None, None) => self.client_ip(req),
+        };
+        quotas.check(&who, messages, metrics).await
     }
 
     fn client_ip(&self, req: &HttpRequest) -> String {

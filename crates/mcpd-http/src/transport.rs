@@ -207,6 +207,10 @@ pub async fn post(
     state
         .security
         .check_scopes(&access, body.messages(), state.metrics())?;
+    state
+        .security
+        .check_quotas(&access, &req, body.messages(), state.metrics())
+        .await?;
 
     // Era routing, per request: a stateless-era `_meta` claim is served statelessly
     // (even `initialize`, which that era does not have); a stateless-era version

@@ -22,7 +22,8 @@
 //! [`EventLog`](crate::EventLog) and
 //! [`SessionDirectory`](crate::SessionDirectory); `bus` is the control bus
 //! and stream ownership; `keys` the MRTR key ring shared by replicas;
-//! `once` keys claimed once (DPoP proof ids); `tasks` the task records (the
+//! `once` keys claimed once (DPoP proof ids); `quota` the buckets of named
+//! limits; `tasks` the task records (the
 //! Tasks extension). This file only declares them and re-exports: the
 //! backends import `store` and `connection`, never this file.
 
@@ -33,6 +34,7 @@ mod directory;
 mod event_log;
 mod keys;
 mod once;
+mod quota;
 mod store;
 mod tasks;
 

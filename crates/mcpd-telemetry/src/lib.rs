@@ -59,6 +59,10 @@ pub struct Metrics {
     pub redis_round_trips: IntCounter,
     pub auth_rejections: IntCounterVec,
     pub rate_limited: IntCounterVec,
+    /// Requests refused by a named limit (`[[rate_limit.rule]]`), by name.
+    pub quota_refused: IntCounterVec,
+    /// Requests let through because a limit's store did not answer.
+    pub quota_errors: IntCounter,
     pub tool_calls: IntCounterVec,
     pub tasks_created: IntCounter,
     pub tasks_finished: IntCounterVec,
@@ -270,6 +274,8 @@ impl Metrics {
             redis_errors: c("mcpd_redis_errors_total", "Redis commands that failed or timed out."),
             redis_round_trips: c("mcpd_redis_round_trips_total", "Round trips to Redis: a command or a pipeline of them, each a wait for its answer (the bus's subscriber connection not counted)."),
             auth_rejections: cv("mcpd_auth_rejections_total", "Requests refused by authentication or authorization, by reason (missing_token, invalid_token, invalid_request, expired, wrong_audience, wrong_issuer, insufficient_scope, session_principal, inactive, dpop_bound, dpop_required, invalid_dpop_proof, unavailable).", &["reason"]),
+            quota_refused: cv("mcpd_quota_refused_total", "Requests refused with 429 by a named limit ([[rate_limit.rule]]), by limit name.", &["limit"]),
+            quota_errors: c("mcpd_quota_errors_total", "Requests let through because the store of a named limit (Redis) did not answer."),
             rate_limited: cv("mcpd_rate_limited_total", "Requests refused with 429 by the rate limiter, by kind (request, session).", &["kind"]),
             tool_calls: cv("mcpd_tool_calls_total", "tools/call requests by tool (configured names, else other) and outcome.", &["tool", "outcome"]),
             tasks_created: c("mcpd_tasks_created_total", "Tasks created on this replica (tools/call answered with CreateTaskResult)."),

@@ -40,7 +40,7 @@ pub use gateway::{upstream_scopes, GatewaySection, Upstream};
 pub use http::HttpSection;
 pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
-pub use rate_limit::RateLimitSection;
+pub use rate_limit::{RateLimitSection, RuleConfig};
 pub use server::{ServerSection, Transport};
 pub use skills::SkillsSection;
 pub use stateless::{StateKey, StatelessSection};

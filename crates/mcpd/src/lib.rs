@@ -28,6 +28,7 @@ mod check;
 pub mod config;
 mod entry;
 pub mod prelude;
+mod quota;
 mod serve;
 mod server;
 mod shutdown;

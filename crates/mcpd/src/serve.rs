@@ -99,11 +99,13 @@ pub(crate) fn serve_core(
     let store = redis.clone();
     let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
+    let quotas = crate::quota::quotas(config, redis.as_ref());
     let upstream_scopes = Arc::new(crate::config::upstream_scopes(&config.upstream));
     let security = |endpoint_scopes: Vec<String>| mcpd_http::Security {
         auth: auth.clone(),
         requests: requests.clone(),
         sessions: sessions.clone(),
+        quotas: quotas.clone(),
         client_ip_header: Some(config.rate_limit.client_ip_header.clone())
             .filter(|h| !h.is_empty()),
         endpoint_scopes,

@@ -90,6 +90,7 @@ mod node;
 mod overload;
 mod post;
 mod prometheus;
+mod quota;
 mod redis_store;
 mod scaleout;
 mod sdk_resume;

@@ -392,7 +392,9 @@ async fn tasks_across_replicas(base: &str, stdio_count: &Path) -> Result<(), Str
     .await;
     let id = created["taskId"].as_str().unwrap_or_default().to_owned();
     if !id.starts_with("u.") {
-        return Err(format!("the upstream's own task, under a sealed id: {created}"));
+        return Err(format!(
+            "the upstream's own task, under a sealed id: {created}"
+        ));
     }
     for _ in 0..100 {
         let t = ok(&c, "tasks/get", json!({"taskId": id}), only_tasks.clone()).await;
