@@ -64,6 +64,7 @@
 mod auth;
 mod auth_dpop;
 mod auth_introspection;
+mod auth_providers;
 mod author_api;
 mod backend;
 mod doctor;
