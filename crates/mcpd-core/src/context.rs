@@ -112,6 +112,11 @@ pub trait Peer: Send + Sync + 'static {
     async fn start_task(&self) -> Result<Option<TaskId>, PeerError> {
         Ok(self.task_id().cloned())
     }
+    /// The progress token reports go out under now, given the request's
+    /// own (`first`): the stateless era's resumed round has its own.
+    fn progress_token(&self, first: Option<&ProgressToken>) -> Option<ProgressToken> {
+        first.cloned()
+    }
     /// Whether [`Self::start_task`] can make this request a task.
     fn may_start_task(&self) -> bool {
         self.task_id().is_some()
@@ -231,7 +236,13 @@ impl RequestContext {
 
     /// Whether the client sent a progress token (progress is dropped otherwise).
     pub fn wants_progress(&self) -> bool {
-        self.inner.progress_token.is_some()
+        self.progress_token().is_some()
+    }
+
+    fn progress_token(&self) -> Option<ProgressToken> {
+        self.inner
+            .peer
+            .progress_token(self.inner.progress_token.as_ref())
     }
 
     /// Reports progress. A no-op when the client asked for none.
@@ -241,7 +252,7 @@ impl RequestContext {
         total: Option<f64>,
         message: Option<String>,
     ) -> Result<(), PeerError> {
-        let Some(token) = self.inner.progress_token.clone() else {
+        let Some(token) = self.progress_token() else {
             return Ok(());
         };
         let params = ProgressParams {

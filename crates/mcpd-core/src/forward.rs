@@ -42,6 +42,11 @@ pub trait Forward: Send + Sync + 'static {
         None
     }
 
+    /// The upstream's id (the gateway's `[[upstream]] id`).
+    fn id(&self) -> &str {
+        ""
+    }
+
     /// Whether the upstream runs its own tasks (a 2026-07-28 upstream
     /// offering the Tasks extension): a client's call goes there with its
     /// Tasks declaration, and the task ids it answers are the upstream's,

@@ -386,6 +386,10 @@ impl Forward for Upstream {
         self.health.unready()
     }
 
+    fn id(&self) -> &str {
+        &self.cfg.id
+    }
+
     fn own_tasks(&self) -> bool {
         self.cfg.tasks && self.offers_tasks.load(Ordering::Acquire)
     }

@@ -2,7 +2,8 @@
 //! Tasks extension ([`crate::Forward::own_tasks`]). Its task ids reach the
 //! client sealed — naming the upstream, bound to the caller — so `tasks/*`
 //! with such an id go to that upstream under its own id, on any replica
-//! (the key ring is shared), and no other caller can use it.
+//! (the key ring is shared), only through an endpoint that reaches that
+//! upstream, and no other caller can use it.
 
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::types::JsonObject;
@@ -24,12 +25,24 @@ fn binding(caller: &Caller) -> String {
 }
 
 impl Stateless {
-    /// The upstream `req` goes to, when it runs its own tasks: its
-    /// `server_id` (`""`: this pass-through endpoint's upstream).
+    /// The upstream `req` goes to, when it runs its own tasks: its id.
     pub(super) fn task_owner(&self, req: &Request) -> Option<String> {
         let up = self.server.forwarder(req.server_id.as_deref())?;
-        up.own_tasks()
-            .then(|| req.server_id.clone().unwrap_or_default())
+        up.own_tasks().then(|| up.id().to_owned())
+    }
+
+    /// How this endpoint reaches upstream `id`: `Some(None)` it is this
+    /// pass-through endpoint's, `Some(Some(id))` by `server_id`; `None`:
+    /// this endpoint does not reach it.
+    fn route_to(&self, id: &str) -> Option<Option<String>> {
+        match &self.server.forward_all {
+            Some(f) => (f.id() == id).then_some(None),
+            None => self
+                .server
+                .upstreams
+                .contains_key(id)
+                .then(|| Some(id.to_owned())),
+        }
     }
 
     /// An upstream's answer with its `taskId` sealed for `caller`, or
@@ -83,8 +96,12 @@ impl Stateless {
                 ))));
             }
         };
-        let (Some(up), Some(task)) = (
-            named.get("u").and_then(Value::as_str),
+        // A task of an upstream this endpoint does not reach is no task here.
+        let (Some(route), Some(task)) = (
+            named
+                .get("u")
+                .and_then(Value::as_str)
+                .and_then(|u| self.route_to(u)),
             named.get("t").and_then(Value::as_str),
         ) else {
             return Some(Err(ErrorObject::invalid_params(format!(
@@ -93,7 +110,7 @@ impl Stateless {
         };
         let shown = id.to_owned();
         let mut req = req.clone();
-        req.server_id = (!up.is_empty()).then(|| up.to_owned());
+        req.server_id = route;
         if let Some(p) = req.params.as_mut() {
             p.insert("taskId".into(), Value::from(task));
         }

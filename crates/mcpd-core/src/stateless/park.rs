@@ -182,6 +182,11 @@ impl Parking {
         true
     }
 
+    /// Whether parking is off (`max_parked = 0`).
+    pub(super) fn off(&self) -> bool {
+        self.limits.max_calls == 0
+    }
+
     /// How long a parked call waits.
     pub(super) fn wait(&self) -> Duration {
         self.limits.wait

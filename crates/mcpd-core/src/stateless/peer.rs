@@ -126,16 +126,6 @@ impl Peer for StatelessPeer {
             // answer): no round listens; the next one starts afresh.
             return Ok(());
         };
-        let mut params = params;
-        if method == m::NOTIFICATION_PROGRESS && self.call.round() > 1 {
-            // Progress goes out under the token of the round under way.
-            match (&out.progress_token, params.as_object_mut()) {
-                (Some(token), Some(p)) => {
-                    p.insert("progressToken".into(), token.clone());
-                }
-                _ => return Ok(()),
-            }
-        }
         let data = to_bytes(&jsonrpc::notification(method, params));
         out.emit(data).await.map_err(|_| PeerError::Gone)
     }
@@ -203,6 +193,20 @@ impl Peer for StatelessPeer {
 
     fn task_id(&self) -> Option<&TaskId> {
         self.started().map(|r| &r.task.id)
+    }
+
+    /// The round under way's own token (a task reports none).
+    fn progress_token(
+        &self,
+        first: Option<&mcpd_protocol::types::ProgressToken>,
+    ) -> Option<mcpd_protocol::types::ProgressToken> {
+        if self.task().is_some() {
+            return first.cloned();
+        }
+        match self.call.round() {
+            1 => first.cloned(),
+            _ => self.call.out().and_then(|o| o.progress_token.clone()),
+        }
     }
 
     fn may_start_task(&self) -> bool {

@@ -144,8 +144,9 @@ struct Away {
     tx: StreamSender,
     next: u64,
     early: BTreeMap<u64, RelayItem>,
-    /// Told whether the holder took the retry.
-    taken: Option<oneshot::Sender<bool>>,
+    /// Told whether the holder took the retry: `None` it did; the
+    /// client's stream handed back when it did not.
+    taken: Option<oneshot::Sender<Option<StreamSender>>>,
 }
 
 /// Both ends of this replica's channels.
@@ -180,7 +181,11 @@ impl Relays {
 
     /// Waits for channel `ch`'s messages, for `tx`; the receiver hears
     /// whether the holder took the retry.
-    pub(super) fn expect(&self, ch: &str, tx: StreamSender) -> oneshot::Receiver<bool> {
+    pub(super) fn expect(
+        &self,
+        ch: &str,
+        tx: StreamSender,
+    ) -> oneshot::Receiver<Option<StreamSender>> {
         let (taken, rx) = oneshot::channel();
         let away = Away {
             tx,
@@ -201,6 +206,19 @@ impl Relays {
         self.away.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether channel `ch` still waits for messages.
+    pub(super) fn expects(&self, ch: &str) -> bool {
+        self.lock_away().contains_key(ch)
+    }
+
+    /// Ends channel `ch` with `item` as its last message (the holder went
+    /// silent): nothing more is taken from it.
+    pub(super) fn fail(&self, ch: &str, item: StreamItem) {
+        if let Some(a) = self.lock_away().remove(ch) {
+            let _ = a.tx.push_replay(item);
+        }
+    }
+
     /// Message `seq` of channel `ch` arrived: handed on in order.
     pub(super) fn deliver(&self, ch: &str, seq: u64, item: RelayItem) {
         let mut away = self.lock_away();
@@ -212,11 +230,20 @@ impl Relays {
         while let Some(item) = a.early.remove(&a.next) {
             a.next += 1;
             match item {
-                RelayItem::Accepted | RelayItem::Missing => {
-                    let taken = item == RelayItem::Accepted;
+                RelayItem::Accepted => {
                     if let Some(t) = a.taken.take() {
-                        let _ = t.send(taken);
+                        let _ = t.send(None);
                     }
+                }
+                // Not taken: the stream goes back to the retry, which runs
+                // the call again (what follows on the channel is dropped).
+                RelayItem::Missing => {
+                    if let Some(a) = away.remove(ch) {
+                        if let Some(t) = a.taken {
+                            let _ = t.send(Some(a.tx));
+                        }
+                    }
+                    return;
                 }
                 RelayItem::Json { data, error } => {
                     let item = StreamItem::Json {
@@ -264,7 +291,7 @@ mod tests {
         relays.deliver("elsewhere", 0, RelayItem::Missing);
         relays.deliver("ch", 4, RelayItem::End);
         relays.deliver("ch", 0, RelayItem::Accepted);
-        assert!(taken.await.unwrap());
+        assert!(taken.await.unwrap().is_none(), "taken");
         let data = |item: Option<StreamItem>| match item {
             Some(StreamItem::Event { data, .. }) => String::from_utf8(data.to_vec()).unwrap(),
             other => panic!("an event, not {other:?}"),
@@ -282,5 +309,27 @@ mod tests {
         }
         assert!(rx.recv().await.is_none(), "End closed the stream");
         assert!(relays.forget("ch").is_none());
+    }
+}
+
+#[cfg(test)]
+mod missing {
+    use super::*;
+
+    /// A holder that does not have the call says so and ends the channel:
+    /// in whatever order the two arrive, the retry gets its stream back.
+    #[tokio::test]
+    async fn a_missing_call_gives_the_stream_back_even_after_its_end() {
+        for order in [[0, 1], [1, 0]] {
+            let relays = Relays::default();
+            let (tx, _rx) = crate::stream::bounded(1, 1 << 20, mcpd_store::Budgets::new([]));
+            let taken = relays.expect("ch", tx);
+            for seq in order {
+                let item = [RelayItem::Missing, RelayItem::End][seq as usize].clone();
+                relays.deliver("ch", seq, item);
+            }
+            assert!(taken.await.unwrap().is_some(), "{order:?}");
+            assert!(!relays.expects("ch"));
+        }
     }
 }

@@ -66,10 +66,20 @@ impl Stateless {
                 return std::future::pending().await;
             };
             let mut watching = true;
+            // Each round has the request timeout (a task's run has its own).
+            let timeout = self.server.limits.request_timeout;
+            let round_ends = tokio::time::Instant::now() + timeout;
             loop {
                 tokio::select! {
                     biased;
                     outcome = &mut work => return outcome,
+                    () = tokio::time::sleep_until(round_ends), if escalation.is_none() => {
+                        rctx.cancel();
+                        return Err(ErrorObject::new(
+                            mcpd_protocol::ErrorCode::REQUEST_TIMEOUT,
+                            format!("Request timed out after {} s (server limit)", timeout.as_secs_f64()),
+                        ));
+                    }
                     () = call.mrtr.signal.notified() => {
                         if call.mrtr.pending() {
                             break;
@@ -121,7 +131,9 @@ impl Stateless {
                         call.stop();
                         return std::future::pending().await;
                     }
-                    // A retry came at the deadline: it goes on.
+                    // A retry came at the deadline: it goes on (its wake-up
+                    // taken now, or it would end the next wait at once).
+                    call.resumed.notified().await;
                 }
             }
             drop((away, place));
@@ -131,6 +143,9 @@ impl Stateless {
     /// Parks `call` (holding `held` bytes of handler state) until the
     /// next round; `None` when a bound refuses.
     fn place(&self, call: &Arc<Call>, held: usize, principal: Option<&str>) -> Option<Parked> {
+        if self.parking.off() {
+            return None;
+        }
         let questions = {
             let s = call.mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
             serde_json::to_vec(&s.inputs).map_or(0, |v| v.len())
@@ -234,16 +249,13 @@ impl Stateless {
         };
         cluster.publish(Some(&holder), msg);
         match tokio::time::timeout(TAKE_WAIT, taken).await {
-            Ok(Ok(true)) => {
+            Ok(Ok(None)) => {
                 self.parking.count("resumed_remote");
-                // The client leaving stops the round there.
-                hangup.hung_up().await;
-                if relays.forget(&ch).is_some() {
-                    cluster.publish(Some(&holder), Control::Unrelay { ch });
-                }
+                self.follow(&ch, &holder, &hangup, &req.id).await;
                 None
             }
-            Ok(_) => relays.forget(&ch),
+            Ok(Ok(Some(tx))) => Some(tx),
+            Ok(Err(_)) => relays.forget(&ch),
             Err(_elapsed) => {
                 tracing::warn!(replica = %holder, "the replica holding a parked call did not answer in time: the call runs again here");
                 cluster.publish(Some(&holder), Control::Unrelay { ch: ch.clone() });
@@ -251,7 +263,59 @@ impl Stateless {
             }
         }
     }
+
+    /// While the holder runs the round for this replica's client: the
+    /// client leaving stops it there; the holder dying, or going silent
+    /// past the round's time (`limits.request_timeout_secs`), ends the
+    /// client's stream with an error that says to retry.
+    async fn follow(
+        &self,
+        ch: &str,
+        holder: &ReplicaId,
+        hangup: &crate::stream::Hangup,
+        id: &RequestId,
+    ) {
+        let cluster = self.parking.cluster();
+        let relays = &self.parking.relays;
+        let until = tokio::time::Instant::now() + self.server.limits.request_timeout;
+        loop {
+            tokio::select! {
+                () = hangup.hung_up() => {
+                    if relays.forget(ch).is_some() {
+                        cluster.publish(Some(holder), Control::Unrelay { ch: ch.to_owned() });
+                    }
+                    return;
+                }
+                () = tokio::time::sleep(HOLDER_CHECK) => {}
+            }
+            if !relays.expects(ch) {
+                return; // the round ended
+            }
+            let gone = cluster.is_alive(holder).await == Some(false);
+            if gone || tokio::time::Instant::now() >= until {
+                let why = match gone {
+                    true => "the server holding this call stopped before the round finished; retry the request",
+                    false => "the server holding this call did not finish the round in time; retry the request",
+                };
+                let e = mcpd_protocol::ErrorObject::internal(why);
+                let data = bytes::Bytes::from(mcpd_protocol::jsonrpc::outcome_bytes(id, &Err(e)));
+                relays.fail(
+                    ch,
+                    crate::stream::StreamItem::Event {
+                        id: None,
+                        data,
+                        retry_ms: None,
+                    },
+                );
+                cluster.publish(Some(holder), Control::Unrelay { ch: ch.to_owned() });
+                return;
+            }
+        }
+    }
 }
+
+/// How often a replica following a round run elsewhere checks its holder.
+const HOLDER_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How long a retry sent to the replica holding its call waits for it to
 /// say whether it took it.

@@ -24,6 +24,9 @@ use crate::request::RequestActor;
 use crate::stream::{StreamItem, StreamReceiver};
 use crate::tasks::{Plan, RunningTask, Tasks};
 
+/// The longest a call of many rounds may live in all.
+const CALL_BACKSTOP: std::time::Duration = std::time::Duration::from_secs(86_400);
+
 impl Stateless {
     /// Runs one request; its messages and outcome arrive on the returned
     /// stream (a JSON body unless something is emitted first). Dropping the
@@ -121,9 +124,12 @@ impl Stateless {
         let escalation = escalation.map(Arc::new);
         // A request that may become a task runs as long as a task may
         // (tasks.max_run_secs, within the record's TTL).
+        // Otherwise each round has `limits.request_timeout` (the driver's
+        // clock) and each wait between rounds `stateless.park_secs`: the
+        // actor's own deadline only stops a call that rounds on for a day.
         let deadline = match &escalation {
             Some(e) => e.tasks.config().max_run,
-            None => limits.request_timeout,
+            None => CALL_BACKSTOP,
         };
         let out = RoundOut::new(
             Sink::Local(tx),

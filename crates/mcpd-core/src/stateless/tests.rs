@@ -41,7 +41,11 @@ fn server() -> Arc<McpServer> {
 /// The stateless entry, with configured cache hints that are not the
 /// defaults (so a test sees they come from the configuration).
 fn stateless(tasks: bool) -> Arc<Stateless> {
-    let server = server();
+    stateless_of(server(), tasks)
+}
+
+/// [`stateless`] over `server`.
+fn stateless_of(server: Arc<McpServer>, tasks: bool) -> Arc<Stateless> {
     let metrics = server.metrics.clone();
     let tasks = tasks.then(|| {
         Tasks::new(
@@ -69,6 +73,39 @@ fn stateless(tasks: bool) -> Arc<Stateless> {
             metrics,
         ),
     )
+}
+
+/// An upstream `id` that answers nothing (for routing by its id).
+struct Nowhere(&'static str);
+
+#[async_trait::async_trait]
+impl crate::Forward for Nowhere {
+    async fn handshake(&self, _: Option<&str>) -> Result<Value, mcpd_protocol::ErrorObject> {
+        Ok(json!({}))
+    }
+    async fn request(
+        &self,
+        _: &str,
+        _: Option<JsonObject>,
+        _: crate::RequestContext,
+    ) -> Result<Value, mcpd_protocol::ErrorObject> {
+        Err(mcpd_protocol::ErrorObject::internal("nowhere"))
+    }
+    fn id(&self) -> &str {
+        self.0
+    }
+}
+
+/// [`stateless`] whose server forwards `server_id` `id` to an upstream.
+fn stateless_with_upstream(id: &'static str) -> Arc<Stateless> {
+    let info = Implementation {
+        name: "stateless-test".into(),
+        version: "1.2.3".into(),
+        title: None,
+    };
+    let mut s = McpServer::new(info, Registry::new(50), Limits::default());
+    s.upstreams.insert(id.into(), Arc::new(Nowhere(id)));
+    stateless_of(Arc::new(s), false)
 }
 
 fn object(v: Value) -> JsonObject {

@@ -54,20 +54,38 @@ fn lifeline() -> Option<i32> {
             return None;
         }
         let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).ok()?;
+        // Above the standard descriptors (a process started with one of
+        // them closed could otherwise get it, and the watcher's own
+        // redirections would replace it).
+        let read = rustix::io::fcntl_dupfd_cloexec(&read, 10).ok()?;
         rustix::io::fcntl_setfd(&read, rustix::io::FdFlags::empty()).ok()?;
         Some((read, write))
     });
     ends.as_ref().map(|(read, _)| read.as_raw_fd())
 }
 
+/// Whether `command` names a program that exists: a path, or a name found
+/// in `path` (the upstream's own `PATH`, else mcpd's).
+fn findable(command: &str, path: Option<&str>) -> bool {
+    if command.contains('/') {
+        return std::path::Path::new(command).is_file();
+    }
+    let path = path
+        .map(str::to_owned)
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| dir.join(command).is_file())
+}
+
 /// The script that runs `"$@"` (the command and its arguments) with a
 /// watcher in its process group: the watcher waits for the end of the
 /// lifeline `fd`, then kills the group. It keeps none of the command's
 /// stdio (the command's end of file must not wait for it). The pipe is
-/// opened by its `/proc` name: `sh` redirects only descriptors 0 to 9.
+/// opened by its `/proc` name (`sh` redirects only descriptors 0 to 9);
+/// without `/proc` the watcher leaves at once and the child runs unwatched.
 fn watched(fd: i32) -> String {
     format!(
-        "( exec </dev/null >/dev/null 2>&1; while read -r _; do :; done </proc/self/fd/{fd}; kill -9 0 ) & exec \"$@\""
+        "( exec </dev/null >/dev/null 2>&1; [ -r /proc/self/fd/{fd} ] || exit 0; while read -r _; do :; done </proc/self/fd/{fd}; kill -9 0 ) & exec \"$@\""
     )
 }
 
@@ -97,6 +115,14 @@ impl StdioLink {
     /// Starts the child and the tasks that write its stdin, read its
     /// stdout and stderr, and wait for its exit.
     pub fn spawn(cfg: &UpstreamConfig, reporter: Reporter) -> Result<Self, String> {
+        // Started through the shell, a command that is not there would
+        // only show as an exit status: say what is wrong first.
+        if !findable(&cfg.command, cfg.env.get("PATH").map(String::as_str)) {
+            return Err(format!(
+                "cannot start {:?}: no such program (as a path, or in PATH)",
+                cfg.command
+            ));
+        }
         let mut cmd = match lifeline() {
             Some(fd) => {
                 let mut sh = Command::new(SHELL);

@@ -11,7 +11,8 @@ use crate::auth::{challenge, now, server, with_token, Jwks, SigningKey, RESOURCE
 use crate::*;
 
 /// The wrong audience, word for word (docs/security.md quotes it).
-const WRONG_AUDIENCE: &str = "The access token was not issued for this resource (http://127.0.0.1/mcp)";
+const WRONG_AUDIENCE: &str =
+    "The access token was not issued for this resource (http://127.0.0.1/mcp)";
 
 /// A 401 `invalid_token` whose description is exactly `description`.
 #[track_caller]
@@ -69,9 +70,11 @@ const KEYCLOAK: Recipe = Recipe {
 #[tokio::test]
 async fn keycloak_tokens_with_the_audience_mapper_or_resource_indicators() {
     let token = |aud: Value| {
-        timed(json!({"iss": KEYCLOAK.issuer, "sub": "f1b2c3d4-0000-4000-8000-00000000abcd",
+        timed(
+            json!({"iss": KEYCLOAK.issuer, "sub": "f1b2c3d4-0000-4000-8000-00000000abcd",
             "aud": aud, "typ": "Bearer", "azp": "mcp-client", "scope": "openid profile mcp:tools",
-            "preferred_username": "alice", "realm_access": {"roles": ["default-roles-mcp"]}}))
+            "preferred_username": "alice", "realm_access": {"roles": ["default-roles-mcp"]}}),
+        )
     };
     let r = admitted(&KEYCLOAK, token(json!([RESOURCE, "account"]))).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -93,9 +96,11 @@ const AUTH0: Recipe = Recipe {
 /// issuer does not match.
 #[tokio::test]
 async fn auth0_tokens_and_the_issuer_s_trailing_slash() {
-    let token = timed(json!({"iss": AUTH0.issuer, "sub": "auth0|64f0c1", "gty": "authorization_code",
+    let token = timed(
+        json!({"iss": AUTH0.issuer, "sub": "auth0|64f0c1", "gty": "authorization_code",
         "aud": [RESOURCE, "https://mcpd-test.eu.auth0.com/userinfo"], "azp": "Xq9ClientId",
-        "scope": "openid mcp:tools", "permissions": ["mcp:tools"]}));
+        "scope": "openid mcp:tools", "permissions": ["mcp:tools"]}),
+    );
     let r = admitted(&AUTH0, token.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let no_slash = Recipe {
@@ -122,10 +127,12 @@ const ENTRA: Recipe = Recipe {
 #[tokio::test]
 async fn entra_v2_tokens_need_the_api_s_client_id_as_an_audience() {
     let token = |iss: &str| {
-        timed(json!({"iss": iss, "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",
+        timed(
+            json!({"iss": iss, "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",
             "aud": ENTRA_API, "azp": "0c8e3f6b-1a2d-4c3e-9f8a-7b6c5d4e3f2a", "azpacr": "0",
             "scp": "mcp.tools", "tid": "9188040d-6c67-4c5b-b112-36a304b66dad",
-            "oid": "00000000-0000-0000-66f3-3332eca7ea81", "ver": "2.0"}))
+            "oid": "00000000-0000-0000-66f3-3332eca7ea81", "ver": "2.0"}),
+        )
     };
     let r = admitted(&ENTRA, token(ENTRA.issuer)).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -155,8 +162,10 @@ const OKTA: Recipe = Recipe {
 #[tokio::test]
 async fn okta_custom_server_tokens_carry_scp_as_an_array() {
     let token = |aud: &str| {
-        timed(json!({"ver": 1, "jti": "AT.x", "iss": OKTA.issuer, "aud": aud, "cid": "0oa1client",
-            "uid": "00u1user", "scp": ["openid", "mcp:tools"], "sub": "alice@example.test"}))
+        timed(
+            json!({"ver": 1, "jti": "AT.x", "iss": OKTA.issuer, "aud": aud, "cid": "0oa1client",
+            "uid": "00u1user", "scp": ["openid", "mcp:tools"], "sub": "alice@example.test"}),
+        )
     };
     let r = admitted(&OKTA, token(RESOURCE)).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -175,9 +184,11 @@ const AUTHENTIK: Recipe = Recipe {
 /// goes in `auth.audiences`; without it, the wrong audience.
 #[tokio::test]
 async fn authentik_tokens_name_the_client_as_their_audience() {
-    let token = timed(json!({"iss": AUTHENTIK.issuer, "sub": "4b0c7f8e1a2d3c4b5a6f7e8d9c0b1a2f",
+    let token = timed(
+        json!({"iss": AUTHENTIK.issuer, "sub": "4b0c7f8e1a2d3c4b5a6f7e8d9c0b1a2f",
         "aud": AUTHENTIK_CLIENT, "azp": AUTHENTIK_CLIENT, "uid": "x7Ugq",
-        "scope": "openid email mcp:tools"}));
+        "scope": "openid email mcp:tools"}),
+    );
     let r = admitted(&AUTHENTIK, token.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let no_audience = Recipe {

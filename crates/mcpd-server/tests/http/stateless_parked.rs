@@ -300,3 +300,37 @@ async fn a_client_leaving_mid_round_stops_the_call() {
     );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+/// Each round has the request timeout, and the wait between rounds does
+/// not count against it: a user who thinks longer than the timeout still
+/// gets the call done.
+#[tokio::test]
+async fn the_time_between_rounds_is_not_the_request_s() {
+    let (s, runs) = bank(|c| {
+        c.limits.request_timeout_secs = 1;
+        c.stateless.park_secs = 10;
+    });
+    let c = s.client();
+    let r = post(&c, &req(1, "tools/call", params(3, "t1"))).await;
+    let ir = assert_input_required(&r, &json!(1), &["confirm"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let p2 = retry_params(
+        &params(3, "t2"),
+        Some(json!({"confirm": yes()})),
+        Some(&ir["requestState"]),
+    );
+    let r = post(&c, &req(2, "tools/call", p2)).await;
+    let ir = assert_input_required(&r, &json!(2), &["really"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let p3 = retry_params(
+        &params(3, "t3"),
+        Some(json!({"really": yes()})),
+        Some(&ir["requestState"]),
+    );
+    let r = post(&c, &req(3, "tools/call", p3)).await;
+    assert_eq!(
+        tool_text(&response(&r, &json!(3))["result"]),
+        "sent 3 after 1 run(s)"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}

@@ -34,7 +34,8 @@ pub(super) fn open(
 /// from Redis itself.
 pub(super) fn share(redis: &Arc<RedisStore>, keys: &KeyRing, config: &Config) {
     if config.stateless.state_keys.is_empty() {
-        share_key_ring(redis.clone(), keys.clone(), &config.stateless);
+        let tasks_ttl = Duration::from_secs(config.tasks.ttl_secs);
+        share_key_ring(redis.clone(), keys.clone(), &config.stateless, tasks_ttl);
     }
     for warning in replica_warnings(config) {
         tracing::warn!("{warning}");
@@ -62,10 +63,17 @@ fn replica_warnings(config: &Config) -> Vec<String> {
 
 /// Keeps `ring` in step with the key ring the replicas share through
 /// `redis` (see `mcpd_store::redis` `keys`): now, then every tenth of a
-/// rotation period (at most every minute).
-fn share_key_ring(redis: Arc<RedisStore>, ring: KeyRing, cfg: &StatelessSection) {
+/// rotation period (at most every minute). A key is kept while anything
+/// sealed with it may live: a `requestState`, or an upstream's task id
+/// (sealed for `tasks.ttl_secs`).
+fn share_key_ring(
+    redis: Arc<RedisStore>,
+    ring: KeyRing,
+    cfg: &StatelessSection,
+    tasks_ttl: Duration,
+) {
     let period = Duration::from_secs(cfg.state_key_rotation_secs.max(1));
-    let keep = period + ring.ttl();
+    let keep = period + ring.ttl().max(tasks_ttl);
     let every = (period / 10).min(Duration::from_secs(60));
     actix_rt::spawn(async move {
         let mut failing = false;

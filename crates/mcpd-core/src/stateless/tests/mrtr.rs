@@ -342,7 +342,7 @@ fn only_a_sealed_state_names_a_parked_call() {
 /// client named stays the one it sees.
 #[test]
 fn an_upstream_task_id_is_sealed_for_its_caller() {
-    let s = stateless(false);
+    let s = super::stateless_with_upstream("far");
     let bob = Caller {
         principal: Some("bob".into()),
         ..Caller::default()
@@ -375,4 +375,10 @@ fn an_upstream_task_id_is_sealed_for_its_caller() {
         Some(object(json!({"taskId": "0b6f"}))),
     );
     assert!(s.foreign_task(&mine, &alice()).is_none(), "mcpd's own task");
+    // An endpoint that does not reach the upstream knows no such task.
+    let elsewhere = stateless(false);
+    let p = object(json!({"taskId": id}));
+    let r = Request::new(RequestId::Int(5), m::TASKS_GET, Some(p));
+    let e = elsewhere.foreign_task(&r, &alice()).unwrap().unwrap_err();
+    assert!(e.message.starts_with("Task not found"), "{e}");
 }
