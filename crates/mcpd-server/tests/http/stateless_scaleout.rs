@@ -114,3 +114,27 @@ async fn a_retry_whose_holder_died_runs_the_call_again() {
     assert!(tool_text(result).contains("## Appendix"), "{result}");
     assert_eq!(sections_reported(&r2), 3, "run again: {r2:?}");
 }
+
+/// The holder no longer has the call (its deadline passed): the retry on
+/// another replica hears so and runs the handler again itself, and the
+/// client gets the report (its sections reported again), not an empty
+/// answer.
+#[tokio::test]
+async fn a_late_retry_on_another_replica_runs_the_call_again() {
+    let cl = TestCluster::start_on(
+        env!("CARGO_BIN_EXE_mcpd"),
+        3,
+        &[],
+        &[("MCPD_STATELESS_PARK_SECS", "1")],
+        mcpd_testkit::RedisServer::start(),
+    );
+    let c = cl.client();
+    let (r1, ir) = first_round(&cl, 1).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let r2 = post(&c, &req(2, "tools/call", the_retry(&ir))).await;
+    assert_ne!(replica(&r1), replica(&r2), "round robin");
+    assert_eq!(r2.status, 200, "{r2:?}\n{}", cl.logs_tail(4000));
+    let result = &response(&r2, &json!(2))["result"];
+    assert!(tool_text(result).contains("## Appendix"), "{r2:?}");
+    assert_eq!(sections_reported(&r2), 3, "run again: {r2:?}");
+}
