@@ -19,7 +19,7 @@ pub enum Share {
     Session,
 }
 
-/// Which revision mcpd speaks to a remote (Streamable HTTP) upstream.
+/// Which revision mcpd speaks to an upstream (`auto`: a remote one only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -181,9 +181,9 @@ impl UpstreamConfig {
                 ))
             }
         }
-        if self.url.is_empty() && self.protocol != Protocol::Session {
+        if self.url.is_empty() && self.protocol == Protocol::Auto {
             return Err(format!(
-                "upstream {:?}: protocol applies to a url upstream; a stdio one speaks the session era",
+                "upstream {:?}: protocol = \"auto\" applies to a url upstream; a stdio one speaks the session era (\"session\", the default) or 2026-07-28 (\"stateless\")",
                 self.id
             ));
         }

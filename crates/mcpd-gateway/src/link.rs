@@ -3,12 +3,14 @@
 //! Streamable HTTP server — so the actor that owns a link keeps only the
 //! routing state and never sees a pipe or a URL. [`stateless`] speaks the
 //! 2026-07-28 revision to a remote upstream ([`wire`]: its envelope and
-//! headers). They share [`report`] (what a link tells its actor) and
+//! headers), or to a child over its stdio ([`pipe`]). They share [`report`] (what a link tells its actor) and
 //! [`decode`] (JSON from the upstream as messages); none imports this file.
 
 mod calls;
 pub mod decode;
 pub mod http;
+mod listen;
+pub mod pipe;
 pub mod report;
 pub mod stateless;
 pub mod stdio;
@@ -31,6 +33,9 @@ pub enum Link {
     Http(Arc<http::HttpLink>),
     /// 2026-07-28 only (`protocol = "stateless"`).
     Stateless(Arc<stateless::StatelessLink>),
+    /// A child speaking 2026-07-28 over stdio (`protocol = "stateless"`
+    /// on a `command`): the child, and the stateless link over its pipe.
+    Piped(stdio::StdioLink, Arc<stateless::StatelessLink>),
 }
 
 impl Link {
@@ -38,7 +43,13 @@ impl Link {
     /// first message sent).
     pub fn open(cfg: &UpstreamConfig, reporter: Reporter) -> Result<Self, String> {
         if cfg.url.is_empty() {
-            return stdio::StdioLink::spawn(cfg, reporter).map(Self::Stdio);
+            if cfg.protocol == Protocol::Stateless {
+                let pipe = pipe::PipeWire::new(reporter.clone());
+                let child = stdio::StdioLink::spawn(cfg, reporter.clone(), Some(pipe.clone()))?;
+                let link = stateless::StatelessLink::piped(cfg, reporter, pipe);
+                return Ok(Self::Piped(child, link));
+            }
+            return stdio::StdioLink::spawn(cfg, reporter, None).map(Self::Stdio);
         }
         Ok(match cfg.protocol {
             Protocol::Stateless => Self::Stateless(stateless::StatelessLink::new(cfg, reporter)),
@@ -56,7 +67,7 @@ impl Link {
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
             }
-            Self::Stateless(s) => {
+            Self::Stateless(s) | Self::Piped(_, s) => {
                 actix::spawn(s.clone().post(msg));
             }
         }
@@ -65,7 +76,7 @@ impl Link {
     /// The 2026-07-28 link, when this is one (or `auto` found it).
     pub fn modern(&self) -> Option<&Arc<stateless::StatelessLink>> {
         match self {
-            Self::Stateless(s) => Some(s),
+            Self::Stateless(s) | Self::Piped(_, s) => Some(s),
             Self::Http(h) => h.modern(),
             Self::Stdio(_) => None,
         }
@@ -81,8 +92,8 @@ impl Link {
             Self::Http(h) => {
                 actix::spawn(h.clone().listen(shared));
             }
-            Self::Stateless(s) if shared => s.listen(),
-            Self::Stateless(_) | Self::Stdio(_) => {}
+            Self::Stateless(s) | Self::Piped(_, s) if shared => s.listen(),
+            Self::Stateless(_) | Self::Piped(..) | Self::Stdio(_) => {}
         }
     }
 }

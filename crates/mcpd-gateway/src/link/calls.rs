@@ -1,6 +1,6 @@
 //! What the stateless link keeps of its calls in flight: the rounds waiting
 //! for their client's answers, the questions out, and each call's response
-//! stream (closed on cancel). Plain data, a leaf.
+//! stream (closed on cancel); and what a `server/discover` answer says.
 
 use std::collections::HashMap;
 
@@ -49,4 +49,42 @@ pub enum Discovery {
     NotModern(String),
     /// It could not be reached.
     Unreachable(String),
+}
+
+/// The `initialize` result the actor reads, from a `server/discover`
+/// answer (`ok`: the transport said it succeeded; `text`: the answer).
+pub(crate) fn discovered((ok, text): (bool, String), upstream: &str) -> Result<Value, Discovery> {
+    let json = super::wire::text_json(&text);
+    let result = match json.as_ref().and_then(|j| j.get("result")) {
+        Some(r) if ok => r,
+        _ => {
+            return Err(Discovery::NotModern(format!(
+                "server/discover answered: {}",
+                text.chars().take(200).collect::<String>()
+            )))
+        }
+    };
+    let supported = result
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|v| v.iter().any(|v| v == super::wire::VERSION));
+    if !supported {
+        return Err(Discovery::NotModern(format!(
+            "server/discover does not list {}",
+            super::wire::VERSION
+        )));
+    }
+    let info = result
+        .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({"name": upstream, "version": ""}));
+    let mut init = serde_json::json!({
+        "protocolVersion": super::wire::VERSION,
+        "capabilities": result.get("capabilities").cloned().unwrap_or_else(|| serde_json::json!({})),
+        "serverInfo": info,
+    });
+    if let Some(i) = result.get("instructions") {
+        init["instructions"] = i.clone();
+    }
+    Ok(init)
 }

@@ -1,6 +1,6 @@
-//! A remote upstream that speaks the 2026-07-28 revision: no session, no
+//! An upstream that speaks the 2026-07-28 revision: no session, no
 //! `initialize`, each request a POST with the `_meta` envelope and the
-//! `Mcp-*` headers. The actor still speaks the session era to its link, so
+//! `Mcp-*` headers (or, for a child, a line on its stdin: `pipe.rs`). The actor still speaks the session era to its link, so
 //! this link translates: the actor's `initialize` is answered from
 //! `server/discover`; an `InputRequiredResult` becomes the upstream's
 //! questions, sent to the actor as server → client requests on the call's
@@ -21,12 +21,13 @@ use mcpd_protocol::{methods, ErrorCode, ErrorObject, RequestId};
 use serde_json::{json, Value};
 
 pub use super::calls::Discovery;
-use super::calls::{Calls, Round};
+use super::calls::{discovered, Calls, Round};
 use super::decode::read;
+use super::pipe::PipeWire;
 use super::report::Reporter;
 use super::wire::{
     call_id, client_of, complete, envelope, headers, is_sse, outcome_of, text_json, ParamHeaders,
-    CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY, VERSION,
+    CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
 };
 use crate::config::UpstreamConfig;
 
@@ -34,10 +35,12 @@ pub struct StatelessLink {
     client: reqwest::Client,
     url: String,
     headers: Vec<(String, String)>,
-    reporter: Reporter,
+    pub(super) reporter: Reporter,
     calls: Mutex<Calls>,
-    /// The `subscriptions/listen` stream, once open.
-    listening: Mutex<Option<AbortHandle>>,
+    /// The `subscriptions/listen` stream, once open (`listen.rs`).
+    pub(super) listening: Mutex<Option<AbortHandle>>,
+    /// Over stdio instead of HTTP (`pipe.rs`).
+    pub(super) pipe: Option<Arc<PipeWire>>,
 }
 
 impl StatelessLink {
@@ -50,6 +53,21 @@ impl StatelessLink {
             reporter,
             calls: Mutex::default(),
             listening: Mutex::default(),
+            pipe: None,
+        })
+    }
+
+    /// The same over a child's stdin and stdout (`pipe`).
+    pub fn piped(cfg: &UpstreamConfig, reporter: Reporter, pipe: Arc<PipeWire>) -> Arc<Self> {
+        let (client, headers) = client_of(cfg);
+        Arc::new(Self {
+            client,
+            url: format!("stdio:{}", cfg.command),
+            headers,
+            reporter,
+            calls: Mutex::default(),
+            listening: Mutex::default(),
+            pipe: Some(pipe),
         })
     }
 
@@ -82,130 +100,33 @@ impl StatelessLink {
     pub async fn discover(&self) -> Result<Value, Discovery> {
         let body = json!({"jsonrpc": "2.0", "id": "mcpd-discover", "method": methods::SERVER_DISCOVER,
             "params": {"_meta": envelope(None)}});
-        let res = self
-            .post_json(methods::SERVER_DISCOVER, None, &body)
-            .send()
-            .await
-            .map_err(|e| Discovery::Unreachable(format!("cannot reach {}: {e}", self.url)))?;
-        let status = res.status();
-        let text = res.text().await.unwrap_or_default();
-        let json = text_json(&text);
-        let result = match json.as_ref().and_then(|j| j.get("result")) {
-            Some(r) if status.is_success() => r,
-            _ => {
-                return Err(Discovery::NotModern(format!(
-                    "server/discover answered HTTP {status}: {}",
-                    text.chars().take(200).collect::<String>()
-                )))
-            }
-        };
-        let supported = result
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .is_some_and(|v| v.iter().any(|v| v == VERSION));
-        if !supported {
-            return Err(Discovery::NotModern(format!(
-                "server/discover does not list {VERSION}"
-            )));
-        }
-        let info = result
-            .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
-            .cloned()
-            .unwrap_or_else(|| json!({"name": self.reporter.upstream.as_ref(), "version": ""}));
-        let mut init = json!({
-            "protocolVersion": VERSION,
-            "capabilities": result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
-            "serverInfo": info,
-        });
-        if let Some(i) = result.get("instructions") {
-            init["instructions"] = i.clone();
-        }
-        Ok(init)
-    }
-
-    /// The revision's stand-in for the GET stream: a `subscriptions/listen`
-    /// for the upstream's list changes, which reach the actor as the
-    /// session era's notifications (the catalogue refreshes, the gateway's
-    /// clients hear of it). Reopened, after a pause, when it ends; closed
-    /// with the link.
-    pub fn listen(self: &Arc<Self>) {
-        // The handle is kept before the loop runs: a link dropped at once
-        // still stops it.
-        let (abort, registration) = AbortHandle::new_pair();
-        if let Some(old) = self
-            .listening
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(abort)
-        {
-            old.abort();
-        }
-        let this = self.clone();
-        actix::spawn(async move {
-            let _ = Abortable::new(
-                async move {
-                    let mut pause = std::time::Duration::from_secs(1);
-                    // Ends when the upstream refuses to listen (it has no
-                    // such stream, or not for us): asking again would not help.
-                    while this.listen_once().await {
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(std::time::Duration::from_secs(30));
+        let answer = match &self.pipe {
+            Some(pipe) => {
+                let mut ex = pipe.send(&body).map_err(Discovery::Unreachable)?;
+                let answer = loop {
+                    match ex.next().await {
+                        Some(v) if v.get("method").is_none() => break v,
+                        Some(_) => continue,
+                        None => return Err(Discovery::Unreachable("the process ended".into())),
                     }
-                },
-                registration,
-            )
-            .await;
-        });
-    }
-
-    /// One listen stream, read to its end. `false`: the upstream refused
-    /// it (no stream of notifications); `true`: it ended or could not be
-    /// reached, and may be tried again.
-    async fn listen_once(&self) -> bool {
-        let params = json!({"_meta": envelope(None), "notifications": {
-            "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}});
-        let body = json!({"jsonrpc": "2.0", "id": "mcpd-listen", "method": methods::SUBSCRIPTIONS_LISTEN, "params": params});
-        let Ok(res) = self
-            .post_json(methods::SUBSCRIPTIONS_LISTEN, None, &body)
-            .send()
-            .await
-        else {
-            return true;
-        };
-        if !res.status().is_success() || !is_sse(&res) {
-            tracing::info!(upstream = %self.reporter.upstream, status = %res.status(), "the upstream offers no subscriptions/listen stream: its list changes are read at each connection");
-            return false;
-        }
-        let mut stream = res.bytes_stream();
-        let mut decoder = Decoder::new();
-        while let Some(Ok(chunk)) = stream.next().await {
-            for event in decoder.feed(&chunk) {
-                let Some(v) = event.data.and_then(|d| text_json(&d)) else {
-                    continue;
                 };
-                let Ok(Message::Notification(mut n)) = Message::from_value(v) else {
-                    continue; // the listen's own result: it ended
-                };
-                if n.method == methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
-                    continue;
-                }
-                // The subscription id is this link's business, not the
-                // gateway's clients'.
-                if let Some(Value::Object(meta)) =
-                    n.params.as_mut().and_then(|p| p.get_mut("_meta"))
-                {
-                    meta.remove("io.modelcontextprotocol/subscriptionId");
-                }
-                if !self
-                    .reporter
-                    .deliver(vec![Message::Notification(n)], None)
-                    .await
-                {
-                    return false;
-                }
+                (true, answer.to_string())
             }
-        }
-        true
+            None => {
+                let res = self
+                    .post_json(methods::SERVER_DISCOVER, None, &body)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        Discovery::Unreachable(format!("cannot reach {}: {e}", self.url))
+                    })?;
+                (
+                    res.status().is_success(),
+                    res.text().await.unwrap_or_default(),
+                )
+            }
+        };
+        discovered(answer, &self.reporter.upstream)
     }
 
     /// What the actor sends: a request becomes a call (its `initialize`,
@@ -336,6 +257,19 @@ impl StatelessLink {
         body: &Value,
         param_headers: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
+        if let Some(pipe) = &self.pipe {
+            let mut ex = pipe.send(body).map_err(|e| self.failed(e))?;
+            while let Some(v) = ex.next().await {
+                if v.get("method").is_none() {
+                    return outcome_of(v);
+                }
+                let messages = read(&self.reporter.upstream, v);
+                if !messages.is_empty() && !self.reporter.deliver(messages, Some(id)).await {
+                    return Err(self.failed("mcpd stopped relaying".into()));
+                }
+            }
+            return Err(self.failed("the process ended before the answer".into()));
+        }
         let res = self
             .post_json(method, Some(params), body)
             .headers_for_params(param_headers)
@@ -488,7 +422,7 @@ impl StatelessLink {
     }
 
     /// A POST of `body` with the revision's headers (`wire::headers`).
-    fn post_json(
+    pub(super) fn post_json(
         &self,
         method: &str,
         params: Option<&JsonObject>,

@@ -30,6 +30,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use super::decode::read;
+use super::pipe::PipeWire;
 use super::report::Reporter;
 use crate::config::UpstreamConfig;
 
@@ -114,7 +115,13 @@ impl Drop for StdioLink {
 impl StdioLink {
     /// Starts the child and the tasks that write its stdin, read its
     /// stdout and stderr, and wait for its exit.
-    pub fn spawn(cfg: &UpstreamConfig, reporter: Reporter) -> Result<Self, String> {
+    /// `pipe`: the child speaks 2026-07-28, and its output goes there
+    /// rather than to the actor.
+    pub fn spawn(
+        cfg: &UpstreamConfig,
+        reporter: Reporter,
+        pipe: Option<Arc<PipeWire>>,
+    ) -> Result<Self, String> {
         // Started through the shell, a command that is not there would
         // only show as an exit status: say what is wrong first.
         if !findable(&cfg.command, cfg.env.get("PATH").map(String::as_str)) {
@@ -156,8 +163,11 @@ impl StdioLink {
         let upstream = reporter.upstream.clone();
         let (lines, rx) = mpsc::channel(INPUT_QUEUE);
         let (kill, killed) = oneshot::channel();
+        if let Some(p) = &pipe {
+            p.attach(lines.clone());
+        }
         actix::spawn(write_lines(stdin, rx));
-        actix::spawn(read_lines(stdout, reporter.clone()));
+        actix::spawn(read_lines(stdout, reporter.clone(), pipe));
         actix::spawn(log_stderr(stderr, upstream.clone()));
         actix::spawn(watch(child, group, killed, reporter));
         Ok(Self {
@@ -186,10 +196,17 @@ async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::Receiver<String>) {
 }
 
 /// Every line a message; other output is logged, not parsed.
-async fn read_lines(stdout: ChildStdout, reporter: Reporter) {
+async fn read_lines(stdout: ChildStdout, reporter: Reporter, pipe: Option<Arc<PipeWire>>) {
     let mut out = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = out.next_line().await {
         match serde_json::from_str::<Value>(&line) {
+            Ok(json) if pipe.is_some() => {
+                if let Some(p) = &pipe {
+                    if !p.on_line(json).await {
+                        return;
+                    }
+                }
+            }
             Ok(json) => {
                 let messages = read(&reporter.upstream, json);
                 if !messages.is_empty() && !reporter.deliver(messages, None).await {

@@ -1,18 +1,18 @@
 //! #33's matrix, exactly once: three mcpd replicas on one Redis behind
-//! nginx round robin, each a gateway to three upstreams — the official
+//! nginx round robin, each a gateway to four upstreams — the official
 //! Python SDK's server (PyPI `mcp`, session era) over stdio and over
 //! Streamable HTTP, whose `transfer` tool records every run in a file and
-//! asks a question, and an mcpd speaking only 2026-07-28 to the gateway
-//! (`protocol = "stateless"`), whose `ask_user` asks one. Clients of both
-//! eras call each upstream's asking tool through each way in (`/mcp`
-//! aggregated, `/mcp/{id}`, `server_id`); every call completes with the
-//! right answer, each session-era upstream's tool ran exactly once per
-//! call, and the 2026-07-28 upstream got exactly one call plus one retry
-//! per call (its own parking counts: parked once, resumed once, never a
-//! fresh call). mcpd's own asking tool in the 2026-07-28 era runs once too.
-//!
-//! Not a cell: a stdio upstream speaking 2026-07-28 (a stdio upstream
-//! speaks the session era; docs/gateway.md).
+//! asks a question; an mcpd speaking only 2026-07-28 to the gateway over
+//! HTTP (`protocol = "stateless"`), whose `ask_user` asks one; and a
+//! 2026-07-28-only server over stdio (`upstream_stateless_stdio.py`), whose
+//! `transfer` records each fresh call. Clients of both eras call each
+//! upstream's asking tool through each way in (`/mcp` aggregated,
+//! `/mcp/{id}`, `server_id`); every call completes with the right answer,
+//! each session-era upstream's tool ran exactly once per call, and each
+//! 2026-07-28 upstream got exactly one call plus one retry per call (the
+//! stdio one's file: one fresh call each; the HTTP one's own parking
+//! counts: parked once, resumed once, never a fresh call). mcpd's own
+//! asking tool in the 2026-07-28 era runs once too.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -44,6 +44,13 @@ impl Drop for PyHttp {
 fn script() -> String {
     format!(
         "{}/../../tests/interop/upstream_counting.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn stateless_script() -> String {
+    format!(
+        "{}/../../tests/interop/upstream_stateless_stdio.py",
         env!("CARGO_MANIFEST_DIR")
     )
 }
@@ -194,7 +201,8 @@ async fn wait_aggregated(base: &str, names: &[&str]) {
     panic!("the replicas never all listed {names:?}");
 }
 
-fn config(dir: &Path, python: &Path, stdio_count: &Path, http: &str, modern: &str) -> PathBuf {
+fn config(dir: &Path, python: &Path, counts: [&Path; 2], http: &str, modern: &str) -> PathBuf {
+    let [stdio_count, piped_count] = counts;
     let toml = format!(
         r#"
 [[upstream]]
@@ -211,10 +219,19 @@ url = "{http}"
 id = "modern"
 url = "{modern}"
 protocol = "stateless"
+
+[[upstream]]
+id = "piped"
+command = "{python}"
+args = ["{piped}"]
+env = {{ COUNT_FILE = "{piped_count}" }}
+protocol = "stateless"
 "#,
         python = python.display(),
         script = script(),
         count = stdio_count.display(),
+        piped = stateless_script(),
+        piped_count = piped_count.display(),
     );
     let path = dir.join("gateway.toml");
     std::fs::write(&path, toml).expect("config written");
@@ -226,11 +243,18 @@ async fn every_client_era_reaches_every_upstream_era_exactly_once_through_nginx(
     let python = crate::sdk_resume::interop_python();
     let dir = TempDir::new("matrix");
     let (stdio_count, http_count) = (dir.0.join("stdio.count"), dir.0.join("http.count"));
+    let piped_count = dir.0.join("piped.count");
     let py = py_http(&python, &http_count);
     let admin_port = free_port();
     let admin = format!("127.0.0.1:{admin_port}");
     let modern = McpdProcess::start(env!("CARGO_BIN_EXE_mcpd"), &["--admin-listen", &admin]);
-    let cfg = config(&dir.0, &python, &stdio_count, &py.url, &modern.url);
+    let cfg = config(
+        &dir.0,
+        &python,
+        [&stdio_count, &piped_count],
+        &py.url,
+        &modern.url,
+    );
     let cl = TestCluster::start(
         env!("CARGO_BIN_EXE_mcpd"),
         3,
@@ -241,7 +265,12 @@ async fn every_client_era_reaches_every_upstream_era_exactly_once_through_nginx(
     let base = nginx.url("");
     wait_aggregated(
         &base,
-        &["pystdio__transfer", "pyhttp__transfer", "modern__ask_user"],
+        &[
+            "pystdio__transfer",
+            "pyhttp__transfer",
+            "modern__ask_user",
+            "piped__transfer",
+        ],
     )
     .await;
 
@@ -249,6 +278,7 @@ async fn every_client_era_reaches_every_upstream_era_exactly_once_through_nginx(
         ("pystdio", "transfer", Some(&stdio_count)),
         ("pyhttp", "transfer", Some(&http_count)),
         ("modern", "ask_user", None),
+        ("piped", "transfer", Some(&piped_count)),
     ];
     let mut amount = 100;
     let mut modern_calls = 0.0;
