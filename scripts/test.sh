@@ -113,7 +113,7 @@ else count 0 1; fi
 say "conformance through the gateway (an upstream of each era behind /mcp/fx)"
 bash "$ROOT/tests/conformance/gateway.sh" "$BIN_DIR/mcpd" "$LOGDIR/conformance-gateway" \
   2>"$LOGDIR/conformance-gateway.err" | tee "$LOGDIR/conformance-gateway.log"
-for label in gateway-session gateway-stateless gateway-tasks; do
+for label in gateway-session gateway-stateless gateway-tasks gateway-aggregated-session gateway-aggregated-stateless; do
   line=$(grep -E "^\[$label\] conformance: [0-9]+ passed, [0-9]+ failed" "$LOGDIR/conformance-gateway.log" | tail -1)
   cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
   [ -n "$line" ] || { cp=0; cf=1; echo "FAIL $label: no summary line (see $LOGDIR/conformance-gateway.err)"; }

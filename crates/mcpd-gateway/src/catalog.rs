@@ -46,7 +46,14 @@ struct Catalog {
     wanted: std::sync::atomic::AtomicBool,
     /// Not loaded once yet: the server is not ready (see `Warmup`).
     warming: std::sync::atomic::AtomicBool,
+    /// The lists the upstream announced as changed since the last refresh
+    /// (`ANNOUNCED_*` bits): announced to clients after it, changed or not.
+    announced: std::sync::atomic::AtomicU8,
 }
+
+const ANNOUNCED_TOOLS: u8 = 1;
+const ANNOUNCED_PROMPTS: u8 = 2;
+const ANNOUNCED_RESOURCES: u8 = 4;
 
 /// How long readiness waits for an upstream's first catalogue before it
 /// gives up on it (logged) and serves without it.
@@ -65,17 +72,22 @@ impl Catalog {
     }
 }
 
-/// Adds `up`'s catalogue to `server`'s, prefixed `{id}{separator}`, and
-/// keeps it current.
+/// Adds `up`'s catalogue to `server`'s, prefixed `{id}{separator}` (or
+/// its configured `prefix`), and keeps it current.
 pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
+    let prefix = match &up.config().prefix {
+        Some(p) => p.clone(),
+        None => format!("{}{separator}", up.id()),
+    };
     let cat = Arc::new(Catalog {
-        prefix: format!("{}{separator}", up.id()),
+        prefix,
         up: up.clone(),
         server: Arc::downgrade(server),
         lists: RwLock::default(),
         refreshing: tokio::sync::Mutex::new(()),
         wanted: Default::default(),
         warming: std::sync::atomic::AtomicBool::new(true),
+        announced: Default::default(),
     });
     server.warmup.begin();
     let waiting = Arc::downgrade(&cat);
@@ -103,7 +115,18 @@ pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
             Event::Notification(method, params) => match method.as_str() {
                 methods::NOTIFICATION_TOOLS_LIST_CHANGED
                 | methods::NOTIFICATION_PROMPTS_LIST_CHANGED
-                | methods::NOTIFICATION_RESOURCES_LIST_CHANGED => spawn_refresh(cat),
+                | methods::NOTIFICATION_RESOURCES_LIST_CHANGED => {
+                    // Said on after the refresh, even when the lists read
+                    // the same (the upstream knows something changed).
+                    let kind = match method.as_str() {
+                        methods::NOTIFICATION_TOOLS_LIST_CHANGED => ANNOUNCED_TOOLS,
+                        methods::NOTIFICATION_PROMPTS_LIST_CHANGED => ANNOUNCED_PROMPTS,
+                        _ => ANNOUNCED_RESOURCES,
+                    };
+                    cat.announced
+                        .fetch_or(kind, std::sync::atomic::Ordering::AcqRel);
+                    spawn_refresh(cat)
+                }
                 methods::NOTIFICATION_RESOURCE_UPDATED => {
                     if let (Some(server), Some(uri)) =
                         (cat.server.upgrade(), params["uri"].as_str())
@@ -183,8 +206,12 @@ impl Catalog {
                 up: self.up.clone(),
             }));
         }
+        let announced = self.announced.swap(0, std::sync::atomic::Ordering::AcqRel);
         let mut lists = self.lists.write().unwrap_or_else(|p| p.into_inner());
-        server.registry.swap_tools(&lists.tools, defs);
+        let n = server.registry.notifier();
+        if !server.registry.swap_tools(&lists.tools, defs) && announced & ANNOUNCED_TOOLS != 0 {
+            n.tools_list_changed();
+        }
         lists.tools = names;
         let (old_prompts, old_resources, old_templates) = (
             std::mem::take(&mut lists.prompts),
@@ -200,11 +227,12 @@ impl Catalog {
             .collect();
         lists.resources = resources;
         lists.templates = templates;
-        let n = server.registry.notifier();
-        if lists.prompts != old_prompts {
+        if lists.prompts != old_prompts || announced & ANNOUNCED_PROMPTS != 0 {
             n.prompts_list_changed();
         }
-        if lists.resources != old_resources || lists.templates != old_templates {
+        let resources_changed =
+            lists.resources != old_resources || lists.templates != old_templates;
+        if resources_changed || announced & ANNOUNCED_RESOURCES != 0 {
             n.resources_list_changed();
         }
         Ok(())
