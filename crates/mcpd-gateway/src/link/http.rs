@@ -32,7 +32,15 @@ pub struct HttpLink {
     /// the upstream turned out to speak it (then every message goes there).
     modern: Option<Arc<StatelessLink>>,
     speaks_modern: std::sync::atomic::AtomicBool,
+    /// The standalone GET stream was asked for and answered (or refused):
+    /// a server that sends its requests only there (the official SDKs, for
+    /// a request with no related one) drops them while none is open, so
+    /// calls wait for it a little (`GET_WAIT`).
+    standing: tokio::sync::watch::Sender<bool>,
 }
+
+/// How long a call waits for the standalone GET stream to be answered.
+const GET_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A lock whose holder panicked still holds a usable string.
 fn get(m: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String>> {
@@ -55,6 +63,7 @@ impl HttpLink {
             reporter,
             modern,
             speaks_modern: Default::default(),
+            standing: tokio::sync::watch::channel(false).0,
         })
     }
 
@@ -119,6 +128,10 @@ impl HttpLink {
             if self.is_modern() {
                 return modern.clone().post(msg).await;
             }
+        }
+        if request_id.is_some() && !is_init {
+            let mut standing = self.standing.subscribe();
+            let _ = tokio::time::timeout(GET_WAIT, standing.wait_for(|asked| *asked)).await;
         }
         let related = match request_id {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),
@@ -214,9 +227,12 @@ impl HttpLink {
             if shared {
                 modern.listen();
             }
+            self.standing.send_replace(true);
             return;
         }
-        if let Ok(res) = self.request(reqwest::Method::GET).send().await {
+        let answered = self.request(reqwest::Method::GET).send().await;
+        self.standing.send_replace(true);
+        if let Ok(res) = answered {
             if res.status().is_success() {
                 self.read_sse(res, None).await;
             }
