@@ -108,6 +108,13 @@ impl ResponseError for HttpError {
     fn error_response(&self) -> HttpResponse {
         let body = match self {
             Self::Rpc { id, error, .. } => error_response(id.as_ref(), error),
+            // The retry hint in-band too, for a client that reads no headers.
+            Self::TooManyRequests { retry_after, .. } | Self::ClientCap { retry_after, .. } => {
+                let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+                let e = ErrorObject::new(self.rpc_code(), self.to_string())
+                    .with_data(serde_json::json!({ "retryAfterMs": ms }));
+                error_response(None, &e)
+            }
             _ => error_response(None, &ErrorObject::new(self.rpc_code(), self.to_string())),
         };
         let mut res = HttpResponse::build(self.status_code());

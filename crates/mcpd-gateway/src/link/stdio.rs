@@ -65,11 +65,16 @@ fn lifeline() -> Option<i32> {
     ends.as_ref().map(|(read, _)| read.as_raw_fd())
 }
 
-/// Whether `command` names a program that exists: a path, or a name found
-/// in `path` (the upstream's own `PATH`, else mcpd's).
-fn findable(command: &str, path: Option<&str>) -> bool {
+/// Whether `command` names a program that exists: a path (a relative
+/// one from `cwd`, where the child starts), or a name found in `path` (the
+/// upstream's own `PATH`, else mcpd's).
+fn findable(command: &str, path: Option<&str>, cwd: Option<&str>) -> bool {
     if command.contains('/') {
-        return std::path::Path::new(command).is_file();
+        let at = std::path::Path::new(command);
+        return match cwd {
+            Some(dir) if at.is_relative() => std::path::Path::new(dir).join(at).is_file(),
+            _ => at.is_file(),
+        };
     }
     let path = path
         .map(str::to_owned)
@@ -124,7 +129,8 @@ impl StdioLink {
     ) -> Result<Self, String> {
         // Started through the shell, a command that is not there would
         // only show as an exit status: say what is wrong first.
-        if !findable(&cfg.command, cfg.env.get("PATH").map(String::as_str)) {
+        let path = cfg.env.get("PATH").map(String::as_str);
+        if !findable(&cfg.command, path, cfg.cwd.as_deref()) {
             return Err(format!(
                 "cannot start {:?}: no such program (as a path, or in PATH)",
                 cfg.command
@@ -262,4 +268,21 @@ async fn kill_group(group: Option<Pid>, child: &mut Child) {
         let _ = kill_process_group(g, Signal::KILL);
     }
     let _ = child.kill().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::findable;
+
+    /// A name is looked for in PATH; a relative path from where the child
+    /// starts (`cwd`), not from mcpd's directory.
+    #[test]
+    fn a_command_is_found_where_the_child_would_run_it() {
+        assert!(findable("sh", None, None));
+        assert!(!findable("no-such-program-here", None, None));
+        assert!(!findable("sh", Some("/nonexistent-dir"), None));
+        assert!(findable("./sh", None, Some("/bin")));
+        assert!(!findable("./sh", None, Some("/nonexistent-dir")));
+        assert!(findable("/bin/sh", None, Some("/nonexistent-dir")));
+    }
 }

@@ -53,6 +53,12 @@ async fn a_tool_limit_refuses_calls_past_its_burst_in_both_eras() {
     assert!(wait >= 1, "{wait}");
     let e = &r.last()["error"];
     assert_eq!(e["code"], -32005, "{r:?}");
+    // The hint in-band too: at least what Retry-After says, less a second.
+    let ms = e["data"]["retryAfterMs"].as_u64().expect("retryAfterMs");
+    assert!(
+        ms + 1000 >= wait * 1000 && ms <= wait * 1000,
+        "{ms} ms, Retry-After {wait}"
+    );
     assert!(
         e["message"]
             .as_str()
