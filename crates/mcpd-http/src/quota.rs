@@ -103,11 +103,17 @@ impl std::fmt::Debug for Quotas {
 impl Quotas {
     /// Every request in `messages` draws on the limits that apply to it;
     /// the first over its limit refuses the whole POST. `who`: the
-    /// principal's key, else the client address.
+    /// principal's key, else the client address. `name_of` gives a tool
+    /// call's name as `/mcp` lists it (an upstream's tools carry its
+    /// prefix there, not on `/mcp/{id}` nor with `server_id`), so a limit
+    /// holds whichever way the call comes in. A caller's own limits are
+    /// taken before the ones for everyone: a caller over its own limit
+    /// does not use up everyone's.
     pub async fn check(
         &self,
         who: &str,
         messages: &[Message],
+        name_of: impl Fn(&mcpd_protocol::jsonrpc::Request, &str) -> String,
         metrics: &Metrics,
     ) -> Result<(), HttpError> {
         for m in messages {
@@ -116,37 +122,22 @@ impl Quotas {
                 .params
                 .as_ref()
                 .and_then(|p| p.get("name"))
-                .and_then(|n| n.as_str());
-            for rule in self.rules.iter().filter(|q| q.applies(&r.method, tool)) {
+                .and_then(|n| n.as_str())
+                .map(|n| name_of(r, n));
+            let tool = tool.as_deref();
+            let applying = |per: Per| {
+                self.rules
+                    .iter()
+                    .filter(move |q| q.per == per && q.applies(&r.method, tool))
+            };
+            for rule in applying(Per::Principal).chain(applying(Per::All)) {
                 let key = match rule.per {
                     Per::Principal => format!("{}\n{who}", rule.name),
                     Per::All => format!("{}\n", rule.name),
                 };
                 match self.store.take(&key, rule.spec).await {
                     Ok(Ok(())) => {}
-                    Ok(Err(wait)) => {
-                        metrics
-                            .quota_refused
-                            .with_label_values(&[rule.name.as_str()])
-                            .inc();
-                        return Err(HttpError::ClientCap {
-                            retry_after: wait,
-                            message: format!(
-                                "over the limit {:?} ({} requests a second{}{}); retry after {:.1} s",
-                                rule.name,
-                                rule.spec.rate,
-                                match rule.per {
-                                    Per::Principal => " per caller",
-                                    Per::All => " for everyone",
-                                },
-                                match rule.tools.is_empty() {
-                                    true => String::new(),
-                                    false => format!(", calls of {}", rule.tools.join(", ")),
-                                },
-                                wait.as_secs_f64()
-                            ),
-                        });
-                    }
+                    Ok(Err(wait)) => return Err(refusal(rule, wait, metrics)),
                     Err(e) => {
                         metrics.quota_errors.inc();
                         tracing::warn!(limit = %rule.name, error = %e, "a limit's store did not answer: the request goes through");
@@ -155,6 +146,31 @@ impl Quotas {
             }
         }
         Ok(())
+    }
+}
+
+/// The 429 of a request over `rule`, counted under its name.
+fn refusal(rule: &QuotaRule, wait: Duration, metrics: &Metrics) -> HttpError {
+    metrics
+        .quota_refused
+        .with_label_values(&[rule.name.as_str()])
+        .inc();
+    HttpError::ClientCap {
+        retry_after: wait,
+        message: format!(
+            "over the limit {:?} ({} requests a second{}{}); retry after {:.1} s",
+            rule.name,
+            rule.spec.rate,
+            match rule.per {
+                Per::Principal => " per caller",
+                Per::All => " for everyone",
+            },
+            match rule.tools.is_empty() {
+                true => String::new(),
+                false => format!(", calls of {}", rule.tools.join(", ")),
+            },
+            wait.as_secs_f64()
+        ),
     }
 }
 
@@ -176,6 +192,10 @@ mod tests {
             methods::TOOLS_CALL,
             Some(p),
         ))
+    }
+
+    fn same(_: &Request, n: &str) -> String {
+        n.to_owned()
     }
 
     fn rule(name: &str, per: Per, tools: &[&str], burst: f64) -> QuotaRule {
@@ -201,16 +221,23 @@ mod tests {
         };
         let m = Metrics::default();
         for _ in 0..2 {
-            q.check("alice", &[call("search_docs")], &m).await.unwrap();
+            q.check("alice", &[call("search_docs")], same, &m)
+                .await
+                .unwrap();
         }
         let e = q
-            .check("alice", &[call("search_web")], &m)
+            .check("alice", &[call("search_web")], same, &m)
             .await
             .unwrap_err();
         assert!(e.to_string().contains("\"search\""), "{e}");
-        q.check("bob", &[call("search_docs")], &m).await.unwrap();
-        q.check("alice", &[call("echo")], &m).await.unwrap();
-        let e = q.check("carol", &[call("echo")], &m).await.unwrap_err();
+        q.check("bob", &[call("search_docs")], same, &m)
+            .await
+            .unwrap();
+        q.check("alice", &[call("echo")], same, &m).await.unwrap();
+        let e = q
+            .check("carol", &[call("echo")], same, &m)
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("\"everyone\""), "{e}");
         assert_eq!(m.quota_refused.with_label_values(&["search"]).get(), 1);
         assert_eq!(m.quota_refused.with_label_values(&["everyone"]).get(), 1);

@@ -37,6 +37,11 @@ pub struct Security {
     pub sessions: Option<Arc<RateLimiter>>,
     /// Named limits per principal and per tool (`[[rate_limit.rule]]`).
     pub quotas: Option<Arc<crate::quota::Quotas>>,
+    /// Each gateway upstream's prefix on `/mcp`, by id (a limit on tools
+    /// matches those names, whichever way a call comes in).
+    pub upstream_prefixes: Arc<std::collections::HashMap<String, String>>,
+    /// The upstream this endpoint passes everything to (`/mcp/{id}`).
+    pub endpoint_upstream: Option<String>,
     /// Scopes every request on this endpoint needs (a gateway upstream's).
     pub endpoint_scopes: Vec<String>,
     /// Gateway upstreams' scopes by id, with the tool-name separator, for
@@ -180,7 +185,14 @@ impl Security {
             (None, Some(k)) => k.clone(),
             (None, None) => self.client_ip(req),
         };
-        quotas.check(&who, messages, metrics).await
+        let name_of = |r: &mcpd_protocol::jsonrpc::Request, name: &str| {
+            let up = r.server_id.as_deref().or(self.endpoint_upstream.as_deref());
+            match up.and_then(|id| self.upstream_prefixes.get(id)) {
+                Some(prefix) => format!("{prefix}{name}"),
+                None => name.to_owned(),
+            }
+        };
+        quotas.check(&who, messages, name_of, metrics).await
     }
 
     fn client_ip(&self, req: &HttpRequest) -> String {

@@ -36,7 +36,7 @@ pub use admin::AdminSection;
 pub use auth::AuthSection;
 pub use cli::Cli;
 pub use error::ConfigError;
-pub use gateway::{upstream_scopes, GatewaySection, Upstream};
+pub use gateway::{upstream_prefixes, upstream_scopes, GatewaySection, Upstream};
 pub use http::HttpSection;
 pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
@@ -207,7 +207,7 @@ impl Config {
         self.tls.validate()?;
         self.rate_limit.validate()?;
         self.auth.validate()?;
-        gateway::validate_upstreams(&self.upstream)?;
+        gateway::validate_upstreams(&self.upstream, &self.gateway.separator)?;
         self.gateway.validate()?;
         self.tracing.validate()?;
         self.server.validate()?;

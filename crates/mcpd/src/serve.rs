@@ -101,23 +101,30 @@ pub(crate) fn serve_core(
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
     let quotas = crate::quota::quotas(config, redis.as_ref());
     let upstream_scopes = Arc::new(crate::config::upstream_scopes(&config.upstream));
-    let security = |endpoint_scopes: Vec<String>| mcpd_http::Security {
-        auth: auth.clone(),
-        requests: requests.clone(),
-        sessions: sessions.clone(),
-        quotas: quotas.clone(),
-        client_ip_header: Some(config.rate_limit.client_ip_header.clone())
-            .filter(|h| !h.is_empty()),
-        endpoint_scopes,
-        upstream_scopes: upstream_scopes.clone(),
-        separator: config.gateway.separator.clone(),
-    };
+    let upstream_prefixes = Arc::new(crate::config::upstream_prefixes(
+        &config.upstream,
+        &config.gateway.separator,
+    ));
+    let security =
+        |endpoint_scopes: Vec<String>, endpoint_upstream: Option<String>| mcpd_http::Security {
+            auth: auth.clone(),
+            requests: requests.clone(),
+            sessions: sessions.clone(),
+            quotas: quotas.clone(),
+            upstream_prefixes: upstream_prefixes.clone(),
+            endpoint_upstream,
+            client_ip_header: Some(config.rate_limit.client_ip_header.clone())
+                .filter(|h| !h.is_empty()),
+            endpoint_scopes,
+            upstream_scopes: upstream_scopes.clone(),
+            separator: config.gateway.separator.clone(),
+        };
     let state = web::Data::new(AppState {
         node: node.clone(),
         stateless,
         legacy: Default::default(),
         config: mcpd_http::HttpConfig::from(&config.http),
-        security: security(Vec::new()),
+        security: security(Vec::new(), None),
     });
     // The gateway's pass-through endpoints: `{path}/{upstream id}`.
     let endpoints: Vec<web::Data<AppState>> = upstreams
@@ -131,7 +138,7 @@ pub(crate) fn serve_core(
                 stateless: core.stateless,
                 legacy: Default::default(),
                 config: http,
-                security: security(scopes),
+                security: security(scopes, Some(id.clone())),
             })
         })
         .collect();

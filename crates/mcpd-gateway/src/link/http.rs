@@ -131,7 +131,12 @@ impl HttpLink {
         }
         if request_id.is_some() && !is_init {
             let mut standing = self.standing.subscribe();
-            let _ = tokio::time::timeout(GET_WAIT, standing.wait_for(|asked| *asked)).await;
+            let answered = tokio::time::timeout(GET_WAIT, standing.wait_for(|asked| *asked)).await;
+            if answered.is_err() {
+                // Once: a server that holds its GET's answer back is not
+                // waited for again.
+                self.standing.send_replace(true);
+            }
         }
         let related = match request_id {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),

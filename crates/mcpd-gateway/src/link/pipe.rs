@@ -59,8 +59,13 @@ impl PipeWire {
         if v.get("method").is_none() {
             // An answer: to its request, if anyone still waits for it.
             let id = v.get("id").and_then(Value::as_str).map(str::to_owned);
-            if let Some(tx) = id.and_then(|id| self.waiting().remove(&id)) {
-                let _ = tx.send(v);
+            match id.and_then(|id| self.waiting().remove(&id)) {
+                Some(tx) => {
+                    let _ = tx.send(v);
+                }
+                None => {
+                    tracing::debug!(upstream = %self.reporter.upstream, "an answer to no request waiting, dropped")
+                }
             }
             return true;
         }
@@ -80,6 +85,12 @@ impl PipeWire {
         }
         let messages = read(&self.reporter.upstream, v);
         messages.is_empty() || self.reporter.deliver(messages, None).await
+    }
+
+    /// The process ended: every exchange ends with it (its `next` is `None`).
+    pub(crate) fn closed(&self) {
+        self.waiting().clear();
+        self.tokens().clear();
     }
 
     /// Sends `body` (a request whose id is a string) and returns its
@@ -141,11 +152,12 @@ impl Exchange {
 impl Drop for Exchange {
     /// Forgotten; cancelled upstream when it had no answer yet.
     fn drop(&mut self) {
-        self.wire.waiting().remove(&self.id);
+        let waited = self.wire.waiting().remove(&self.id).is_some();
         if let Some(t) = &self.token {
             self.wire.tokens().remove(t);
         }
-        if !self.answered {
+        // Only a request the upstream has not answered yet.
+        if waited && !self.answered {
             let cancel = json!({"jsonrpc": "2.0", "method": methods::NOTIFICATION_CANCELLED,
                 "params": {"requestId": self.id, "reason": "the caller stopped waiting"}});
             let _ = self.wire.write(&cancel);

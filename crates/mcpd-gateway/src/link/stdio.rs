@@ -227,6 +227,9 @@ async fn read_lines(stdout: ChildStdout, reporter: Reporter, pipe: Option<Arc<Pi
             ),
         }
     }
+    if let Some(p) = &pipe {
+        p.closed();
+    }
 }
 
 async fn log_stderr(stderr: ChildStderr, upstream: Arc<str>) {

@@ -153,3 +153,36 @@ async fn replicas_on_redis_share_one_bucket() {
         cl.logs_tail(3000)
     );
 }
+
+/// A limit on an upstream's tool, named as `/mcp` lists it, holds on the
+/// other ways in too: `/mcp/{id}` and `server_id`, where the name has no
+/// prefix.
+#[tokio::test]
+async fn a_limit_on_an_upstream_tool_holds_on_every_way_in() {
+    let dir = mcpd_testkit::redis::TempDir::new("quota-gw");
+    let up = crate::gateway::inner(&dir, "inner", mcpd_gateway::Share::Shared);
+    let s = TestServer::start_configured(move |c| {
+        c.upstream = vec![up];
+        c.rate_limit.rule = vec![RuleConfig {
+            name: "inner-echo".into(),
+            per: "principal".into(),
+            tools: vec!["inner__echo".into()],
+            requests_per_second: 0.01,
+            burst: 2.0,
+        }];
+    });
+    let mut pass = McpClient::new(&format!("{}/inner", s.url));
+    pass.initialize().await;
+    assert_eq!(pass.post(&echo(&pass)).await.status, 200);
+    let mut c = s.client();
+    c.initialize().await;
+    let mut routed = echo(&c);
+    routed["server_id"] = json!("inner");
+    assert_eq!(c.post(&routed).await.status, 200);
+    // The burst of 2 is spent, whichever way: the third is refused.
+    let r = pass.post(&echo(&pass)).await;
+    assert_eq!(r.status, 429, "{r:?}");
+    let mut routed = echo(&c);
+    routed["server_id"] = json!("inner");
+    assert_eq!(c.post(&routed).await.status, 429);
+}

@@ -11,12 +11,13 @@ use std::time::Duration;
 use super::store::RedisStore;
 use crate::error::StoreError;
 
-/// GCRA. KEYS[1]: the bucket. ARGV[1]: the emission interval (ms a request
-/// costs), ARGV[2]: the tolerance (interval × (burst − 1)). Returns 0 when
-/// the request is allowed, else the ms until it would be.
+/// GCRA, in microseconds. KEYS[1]: the bucket. ARGV[1]: the emission
+/// interval (µs a request costs), ARGV[2]: the tolerance (interval ×
+/// (burst − 1)). Returns 0 when the request is allowed, else the µs until
+/// it would be.
 const GCRA: &str = r"
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local tolerance = tonumber(ARGV[2])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -24,7 +25,7 @@ if tat < now then tat = now end
 local allowed_at = tat - tolerance
 if now < allowed_at then return allowed_at - now end
 local next = tat + interval
-redis.call('SET', KEYS[1], next, 'PX', math.max(1, math.ceil(next - now)))
+redis.call('SET', KEYS[1], string.format('%d', next), 'PX', math.max(1, math.ceil((next - now) / 1000)))
 return 0
 ";
 
@@ -37,17 +38,19 @@ impl RedisStore {
         rate: f64,
         burst: f64,
     ) -> Result<Option<Duration>, StoreError> {
-        let interval = (1000.0 / rate.max(1e-6)).max(1.0);
-        let tolerance = interval * (burst.max(1.0) - 1.0);
+        // Whole microseconds, the tolerance from the rounded interval, so
+        // a burst of B is B requests at any rate up to a million a second.
+        let interval = (1_000_000.0 / rate.max(1e-6)).round().max(1.0) as u64;
+        let tolerance = interval * (burst.max(1.0) as u64 - 1);
         let mut c = redis::cmd("EVAL");
         c.arg(GCRA)
             .arg(1)
             .arg(format!("{}quota:{{{key}}}", self.cfg.prefix))
-            .arg(interval.round() as u64)
-            .arg(tolerance.round() as u64);
+            .arg(interval)
+            .arg(tolerance);
         let wait: u64 = self
             .run(|mut h| async move { c.query_async(&mut h).await })
             .await?;
-        Ok((wait > 0).then(|| Duration::from_millis(wait)))
+        Ok((wait > 0).then(|| Duration::from_micros(wait)))
     }
 }

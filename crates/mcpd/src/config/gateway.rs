@@ -42,21 +42,66 @@ pub type Upstream = toml::Table;
 
 /// Each upstream is valid and its id names one endpoint only.
 #[cfg(feature = "gateway")]
-pub(super) fn validate_upstreams(upstreams: &[Upstream]) -> Result<(), ConfigError> {
+pub(super) fn validate_upstreams(
+    upstreams: &[Upstream],
+    separator: &str,
+) -> Result<(), ConfigError> {
     let mut ids = std::collections::HashSet::new();
+    let mut prefixes = std::collections::HashMap::new();
     for u in upstreams {
         u.validate().map_err(ConfigError)?;
         if !ids.insert(u.id.as_str()) {
             return Err(bad("upstream.id", format!("{:?} is used twice", u.id)));
         }
+        if !u.aggregate {
+            continue;
+        }
+        // Two catalogues under one prefix would take each other's names.
+        let prefix = u
+            .prefix
+            .clone()
+            .unwrap_or_else(|| format!("{}{separator}", u.id));
+        if let Some(other) = prefixes.insert(prefix.clone(), u.id.clone()) {
+            return Err(bad(
+                "upstream.prefix",
+                format!(
+                    "{:?} and {:?} both aggregate under the prefix {prefix:?}",
+                    other, u.id
+                ),
+            ));
+        }
     }
     Ok(())
+}
+
+/// The prefix of each upstream's names on `/mcp`, by id: what a limit on
+/// tools (`rate_limit.rule.tools`) matches, whichever way a call comes in.
+pub fn upstream_prefixes(
+    upstreams: &[Upstream],
+    separator: &str,
+) -> std::collections::HashMap<String, String> {
+    #[cfg(feature = "gateway")]
+    return upstreams
+        .iter()
+        .map(|u| {
+            let prefix = u
+                .prefix
+                .clone()
+                .unwrap_or_else(|| format!("{}{separator}", u.id));
+            (u.id.clone(), prefix)
+        })
+        .collect();
+    #[cfg(not(feature = "gateway"))]
+    {
+        let _ = (upstreams, separator);
+        std::collections::HashMap::new()
+    }
 }
 
 /// Without the `gateway` feature there is nothing to check: any upstream
 /// was refused by `Config::check_features`.
 #[cfg(not(feature = "gateway"))]
-pub(super) fn validate_upstreams(_: &[Upstream]) -> Result<(), ConfigError> {
+pub(super) fn validate_upstreams(_: &[Upstream], _: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
