@@ -19,14 +19,13 @@ environment variable COUNT_FILE (one line per run, whichever process runs it), a
 from __future__ import annotations
 
 import os
-import socket
 import sys
 
 import anyio
-import uvicorn
 from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
+from upstream_http import serve_http
 
 server = MCPServer(name="mcpd-counting-upstream", version="1.0.0", log_level="WARNING")
 
@@ -50,32 +49,11 @@ async def transfer(amount: int, ctx: Context) -> str:
     return f"kept {amount}"
 
 
-async def serve_http(port: int) -> None:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    sock.setblocking(False)
-    real_port = sock.getsockname()[1]
-    app = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=False, json_response=False)
-    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-
-    async def announce() -> None:
-        while not uv.started:
-            await anyio.sleep(0.02)
-        print(f"upstream listening on http://127.0.0.1:{real_port}/mcp", flush=True)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(announce)
-        await uv.serve(sockets=[sock])
-        tg.cancel_scope.cancel()
-
-
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "stdio":
         server.run("stdio")
     elif len(sys.argv) == 3 and sys.argv[1] == "http":
-        anyio.run(serve_http, int(sys.argv[2]))
+        anyio.run(serve_http, server, int(sys.argv[2]))
     else:
         print("usage: python upstream_counting.py stdio | http PORT", file=sys.stderr)
         sys.exit(2)

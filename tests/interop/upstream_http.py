@@ -178,6 +178,12 @@ def review(code: str) -> str:
 
 
 async def main(port: int) -> None:
+    await serve_http(server, port)
+
+
+async def serve_http(server: MCPServer, port: int) -> None:
+    """Serves `server` over Streamable HTTP (stateful) at /mcp on PORT (0: a free one), printing the
+    ready line once it accepts connections. Also used by upstream_counting.py."""
     # Bind the socket ourselves so PORT 0 works and the ready line names the real port.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

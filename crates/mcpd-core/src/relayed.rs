@@ -23,12 +23,7 @@ impl RequestContext {
         method: &str,
         params: Value,
     ) -> Result<Value, PeerError> {
-        let (method, capability, kind) = asked_of_client(method)?;
-        self.require_capability(capability).await?;
-        let key = match key {
-            Some(k) => k.to_owned(),
-            None => self.auto_key(kind),
-        };
+        let (key, method) = self.prepared(key.map(str::to_owned), method).await?;
         {
             let (peer, timeout) = self.peer_and_timeout();
             peer.request(&key, method, params, timeout).await
@@ -44,20 +39,30 @@ impl RequestContext {
     ) -> Vec<Result<Value, PeerError>> {
         let mut ready = Vec::new();
         for (key, method, params) in asks {
-            let (method, capability, kind) = match asked_of_client(&method) {
-                Ok(m) => m,
+            match self.prepared(key, &method).await {
+                Ok((key, method)) => ready.push((key, method, params)),
                 Err(e) => return vec![Err(e)],
-            };
-            if let Err(e) = self.require_capability(capability).await {
-                return vec![Err(e)];
             }
-            let key = key.unwrap_or_else(|| self.auto_key(kind));
-            ready.push((key, method, params));
         }
         {
             let (peer, timeout) = self.peer_and_timeout();
             peer.request_all(ready, timeout).await
         }
+    }
+}
+
+impl RequestContext {
+    /// A relayed question checked: its method as the peer takes it (one a
+    /// server may send a client), the client declared the capability, and
+    /// its key (`key`, or an automatic one).
+    async fn prepared(
+        &self,
+        key: Option<String>,
+        method: &str,
+    ) -> Result<(String, &'static str), PeerError> {
+        let (method, capability, kind) = asked_of_client(method)?;
+        self.require_capability(capability).await?;
+        Ok((key.unwrap_or_else(|| self.auto_key(kind)), method))
     }
 }
 

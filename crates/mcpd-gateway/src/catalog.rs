@@ -75,12 +75,8 @@ impl Catalog {
 /// Adds `up`'s catalogue to `server`'s, prefixed `{id}{separator}` (or
 /// its configured `prefix`), and keeps it current.
 pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
-    let prefix = match &up.config().prefix {
-        Some(p) => p.clone(),
-        None => format!("{}{separator}", up.id()),
-    };
     let cat = Arc::new(Catalog {
-        prefix,
+        prefix: up.config().prefix(separator),
         up: up.clone(),
         server: Arc::downgrade(server),
         lists: RwLock::default(),

@@ -155,6 +155,15 @@ impl UpstreamConfig {
         }
     }
 
+    /// The prefix of its aggregated names on `/mcp`: its own `prefix`, else
+    /// `{id}{separator}`.
+    pub fn prefix(&self, separator: &str) -> String {
+        match &self.prefix {
+            Some(p) => p.clone(),
+            None => format!("{}{separator}", self.id),
+        }
+    }
+
     /// A remote upstream at `url` (Streamable HTTP), defaults otherwise.
     pub fn http(id: &str, url: &str) -> Self {
         Self {

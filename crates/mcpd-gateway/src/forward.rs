@@ -17,7 +17,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{Protocol, Share, UpstreamConfig};
-use crate::link::wire::{PARAM_HEADERS_KEY, PASS_TASKS_KEY};
+use crate::link::wire::{meta_mut, PARAM_HEADERS_KEY, PASS_TASKS_KEY};
 use crate::pool::Pool;
 use crate::trace;
 use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
@@ -71,11 +71,10 @@ impl Upstream {
         let sinks: Arc<RwLock<Vec<EventSink>>> = Arc::default();
         let health = Arc::new(Health::new(&cfg, &metrics));
         let shared = UpstreamActor::new(cfg.clone(), fan_out(&sinks), health.clone(), true).start();
-        // Every stdio upstream's shared connection: with `share =
-        // "session"` it still serves the calls of no session.
-        let pool = cfg
-            .url
-            .is_empty()
+        // Every session-era stdio upstream's shared connection: with
+        // `share = "session"` it still serves the calls of no session. (A
+        // 2026-07-28 one's questions come back on their own call.)
+        let pool = (cfg.url.is_empty() && cfg.protocol == Protocol::Session)
             .then(|| Pool::new(shared.clone(), cfg.pool_size));
         let up = Arc::new(Self {
             cfg,
@@ -237,12 +236,6 @@ impl Upstream {
         })
     }
 
-    /// The children a shared stdio upstream runs now (1 unless calls that
-    /// may ask the client ran at once); `None` for other upstreams.
-    pub fn children(&self) -> Option<usize> {
-        self.pool.as_ref().map(Pool::len)
-    }
-
     /// Relays one request (no downstream request context: nothing the
     /// upstream sends meanwhile is relayed).
     pub async fn call(
@@ -260,10 +253,7 @@ impl Upstream {
             if let Some(p) = params.as_mut() {
                 let headers = self.param_headers(p);
                 if !headers.is_empty() {
-                    if let Value::Object(meta) = p
-                        .entry("_meta")
-                        .or_insert_with(|| Value::Object(JsonObject::new()))
-                    {
+                    if let Some(meta) = meta_mut(p) {
                         let h: JsonObject = headers.into_iter().collect();
                         meta.insert(PARAM_HEADERS_KEY.into(), Value::Object(h));
                     }
@@ -274,11 +264,7 @@ impl Upstream {
         // that runs its own tasks, for a call that is not one of mcpd's.
         let pass_tasks = self.own_tasks() && ctx.as_ref().is_some_and(|c| c.task_id().is_none());
         if pass_tasks {
-            if let Value::Object(meta) = params
-                .get_or_insert_with(JsonObject::new)
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(JsonObject::new()))
-            {
+            if let Some(meta) = meta_mut(params.get_or_insert_with(JsonObject::new)) {
                 meta.insert(PASS_TASKS_KEY.into(), Value::Bool(true));
             }
         }

@@ -46,7 +46,7 @@ impl Link {
             if cfg.protocol == Protocol::Stateless {
                 let pipe = pipe::PipeWire::new(reporter.clone());
                 let child = stdio::StdioLink::spawn(cfg, reporter.clone(), Some(pipe.clone()))?;
-                let link = stateless::StatelessLink::piped(cfg, reporter, pipe);
+                let link = stateless::StatelessLink::piped(reporter, pipe);
                 return Ok(Self::Piped(child, link));
             }
             return stdio::StdioLink::spawn(cfg, reporter, None).map(Self::Stdio);

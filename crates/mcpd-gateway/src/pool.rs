@@ -159,15 +159,6 @@ impl Pool {
             answered: false,
         }
     }
-
-    /// The children running now.
-    pub(crate) fn len(&self) -> usize {
-        self.members
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .1
-            .len()
-    }
 }
 
 impl Drop for Lease<'_> {

@@ -59,29 +59,40 @@ impl QuotaRule {
 /// Where the buckets live.
 #[async_trait::async_trait]
 pub trait QuotaStore: Send + Sync + 'static {
-    /// Takes one request from the bucket `key` of `spec`: `Ok(Ok(()))`
-    /// allowed, `Ok(Err(wait))` over the limit until `wait` has passed,
-    /// `Err` the store could not answer.
-    async fn take(&self, key: &str, spec: RateSpec) -> Result<Result<(), Duration>, String>;
+    /// Takes one request from `who`'s bucket of limit `rule` (`spec`):
+    /// `Ok(Ok(()))` allowed, `Ok(Err(wait))` over the limit until `wait`
+    /// has passed, `Err` the store could not answer.
+    async fn take(
+        &self,
+        rule: &str,
+        who: &str,
+        spec: RateSpec,
+    ) -> Result<Result<(), Duration>, String>;
 }
 
 /// The buckets of this process only: each replica allows the rate on its
 /// own.
 #[derive(Default)]
 pub struct MemoryQuotas {
-    /// One limiter per rule (its spec), keyed by the rule's key prefix.
+    /// One limiter per rule (its spec), by rule name.
     limiters: DashMap<String, Arc<RateLimiter>>,
 }
 
 #[async_trait::async_trait]
 impl QuotaStore for MemoryQuotas {
-    async fn take(&self, key: &str, spec: RateSpec) -> Result<Result<(), Duration>, String> {
-        let (rule, who) = key.split_once('\n').unwrap_or((key, ""));
-        let limiter = self
-            .limiters
-            .entry(rule.to_owned())
-            .or_insert_with(|| Arc::new(RateLimiter::new(spec)))
-            .clone();
+    async fn take(
+        &self,
+        rule: &str,
+        who: &str,
+        spec: RateSpec,
+    ) -> Result<Result<(), Duration>, String> {
+        let found = self.limiters.get(rule).map(|l| l.clone());
+        let limiter = found.unwrap_or_else(|| {
+            self.limiters
+                .entry(rule.to_owned())
+                .or_insert_with(|| Arc::new(RateLimiter::new(spec)))
+                .clone()
+        });
         Ok(limiter.check(who))
     }
 }
@@ -131,11 +142,11 @@ impl Quotas {
                     .filter(move |q| q.per == per && q.applies(&r.method, tool))
             };
             for rule in applying(Per::Principal).chain(applying(Per::All)) {
-                let key = match rule.per {
-                    Per::Principal => format!("{}\n{who}", rule.name),
-                    Per::All => format!("{}\n", rule.name),
+                let whose = match rule.per {
+                    Per::Principal => who,
+                    Per::All => "",
                 };
-                match self.store.take(&key, rule.spec).await {
+                match self.store.take(&rule.name, whose, rule.spec).await {
                     Ok(Ok(())) => {}
                     Ok(Err(wait)) => return Err(refusal(rule, wait, metrics)),
                     Err(e) => {

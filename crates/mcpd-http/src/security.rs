@@ -120,11 +120,7 @@ impl Security {
         req: &HttpRequest,
         metrics: &Metrics,
     ) -> Result<Caller, HttpError> {
-        let key = match (&access.key, &access.principal) {
-            (Some(k), _) => k.clone(),
-            (None, Some(p)) => p.key(),
-            (None, None) => self.client_ip(req),
-        };
+        let key = self.client_key(access, req);
         if let Some(limiter) = &self.sessions {
             if let Err(wait) = limiter.check(&key) {
                 metrics.rate_limited.with_label_values(&["session"]).inc();
@@ -180,11 +176,7 @@ impl Security {
         let Some(quotas) = &self.quotas else {
             return Ok(());
         };
-        let who = match (&access.principal, &access.key) {
-            (Some(p), _) => p.key(),
-            (None, Some(k)) => k.clone(),
-            (None, None) => self.client_ip(req),
-        };
+        let who = self.client_key(access, req);
         let name_of = |r: &mcpd_protocol::jsonrpc::Request, name: &str| {
             let up = r.server_id.as_deref().or(self.endpoint_upstream.as_deref());
             match up.and_then(|id| self.upstream_prefixes.get(id)) {
@@ -193,6 +185,15 @@ impl Security {
             }
         };
         quotas.check(&who, messages, name_of, metrics).await
+    }
+
+    /// Who a client is for its limits: the principal, else its address.
+    fn client_key(&self, access: &Access, req: &HttpRequest) -> String {
+        match (&access.key, &access.caller.principal) {
+            (Some(k), _) => k.clone(),
+            (None, Some(p)) => p.to_string(),
+            (None, None) => self.client_ip(req),
+        }
     }
 
     fn client_ip(&self, req: &HttpRequest) -> String {

@@ -10,12 +10,14 @@ pub mod trace;
 mod upstream;
 
 pub use clean::Clean;
+/// A counter series (one resolved label set), for callers that resolve theirs once.
+pub use prometheus::IntCounter;
 pub use upstream::{UpstreamMetrics, UpstreamSeries};
 
 use mcpd_protocol::{Method, ProtocolVersion};
 use prometheus::{
-    Counter, Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    Counter, Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
 
 /// Every metric mcpd exports.

@@ -41,10 +41,12 @@ struct RedisQuotas(Arc<RedisStore>);
 impl QuotaStore for RedisQuotas {
     async fn take(
         &self,
-        key: &str,
+        rule: &str,
+        who: &str,
         spec: mcpd_http::ratelimit::RateSpec,
     ) -> Result<Result<(), Duration>, String> {
-        match self.0.take_quota(key, spec.rate, spec.burst).await {
+        let key = format!("{rule}\n{who}");
+        match self.0.take_quota(&key, spec.rate, spec.burst).await {
             Ok(None) => Ok(Ok(())),
             Ok(Some(wait)) => Ok(Err(wait)),
             Err(e) => Err(e.to_string()),

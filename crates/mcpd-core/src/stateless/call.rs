@@ -24,6 +24,17 @@ use super::relay::Sink;
 use crate::context::RoundEnd;
 use crate::stream::StreamItem;
 
+/// What a request run from its start brings besides itself.
+pub(super) struct Fresh {
+    /// The answers the client gave (sealed earlier, and this round's).
+    pub(super) answers: JsonObject,
+    /// What its `requestState` is bound to (`run::binding`).
+    pub(super) binding: String,
+    /// The task id the client named, which its answer carries (a
+    /// `tasks/*` request for an upstream's own task).
+    pub(super) shown_task: Option<String>,
+}
+
 /// The questions of the round under way.
 #[derive(Default)]
 pub(super) struct MrtrState {
@@ -194,6 +205,11 @@ impl Call {
     /// Every answer so far.
     pub(super) fn answers(&self) -> JsonObject {
         self.lock().answers.clone()
+    }
+
+    /// The bytes of every answer so far, as JSON (measured in place).
+    pub(super) fn answers_bytes(&self) -> usize {
+        serde_json::to_vec(&self.lock().answers).map_or(0, |v| v.len())
     }
 
     /// Forgets the answer to `key` (it did not fit the question).

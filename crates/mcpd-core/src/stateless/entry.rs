@@ -15,6 +15,8 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::answer::Answer;
+use super::call::Fresh;
+use super::run::binding;
 use super::{Stateless, StatelessMeta};
 use crate::caller::Caller;
 use crate::dispatch::route::{Era, Route};
@@ -68,8 +70,12 @@ impl Stateless {
                 // An upstream's own task: the request goes there.
                 match self.foreign_task(&req, &caller) {
                     Some(Ok((req, shown))) => {
-                        let rx = self.launch(req, meta, caller, Default::default(), Some(shown));
-                        return Answer::Stream(rx);
+                        let fresh = Fresh {
+                            answers: Default::default(),
+                            binding: binding(&req, &caller),
+                            shown_task: Some(shown),
+                        };
+                        return Answer::Stream(self.start(req, meta, caller, fresh));
                     }
                     Some(Err(e)) => return refuse(e),
                     None => {}

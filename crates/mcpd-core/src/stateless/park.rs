@@ -98,6 +98,8 @@ pub(super) enum Full {
 /// The parked calls of one replica (one table for every endpoint: park ids
 /// are random).
 pub struct Parking {
+    /// `mcpd_parked_calls_total`, each outcome's series resolved once.
+    outcomes: Vec<(&'static str, mcpd_telemetry::IntCounter)>,
     replica: String,
     cluster: Arc<dyn Cluster>,
     /// The channels of rounds resumed across replicas.
@@ -115,7 +117,12 @@ impl Parking {
         limits: ParkLimits,
         metrics: Arc<mcpd_telemetry::Metrics>,
     ) -> Arc<Self> {
+        let outcomes = mcpd_telemetry::PARK_OUTCOMES
+            .iter()
+            .map(|o| (*o, metrics.parked_calls_total.with_label_values(&[o])))
+            .collect();
         Arc::new(Self {
+            outcomes,
             replica: cluster.replica().to_string(),
             cluster,
             relays: Arc::default(),
@@ -198,10 +205,9 @@ impl Parking {
 
     /// Counts one way a parked call (or a retry) went.
     pub(super) fn count(&self, outcome: &str) {
-        self.metrics
-            .parked_calls_total
-            .with_label_values(&[outcome])
-            .inc();
+        if let Some((_, c)) = self.outcomes.iter().find(|(o, _)| *o == outcome) {
+            c.inc();
+        }
     }
 
     /// Parks `call` of `principal`, holding `bytes`, unless a bound is
@@ -306,11 +312,14 @@ impl Parked {
 
     /// The measure of a parked call: the handler's future (its state
     /// machine: the locals it holds across the question), the answers so
-    /// far and the questions asked. Memory the handler reaches through
-    /// pointers of its own is not seen.
-    pub(super) fn bytes(future: usize, answers: &JsonObject, questions: usize) -> usize {
-        let answers = serde_json::to_vec(answers).map_or(0, |v| v.len());
-        future + answers + questions
+    /// far and the questions asked, as JSON. Memory the handler reaches
+    /// through pointers of its own is not seen.
+    pub(super) fn bytes(call: &Call, future: usize) -> usize {
+        let questions = {
+            let s = call.mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
+            serde_json::to_vec(&s.inputs).map_or(0, |v| v.len())
+        };
+        future + call.answers_bytes() + questions
     }
 }
 

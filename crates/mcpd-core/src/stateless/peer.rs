@@ -171,10 +171,7 @@ impl Peer for StatelessPeer {
         timeout: Duration,
     ) -> Vec<Result<Value, PeerError>> {
         if let Some(task) = self.task() {
-            let asks = asks.into_iter().map(|(key, method, params)| async move {
-                task.request(&key, method, params, timeout).await
-            });
-            return futures_util::future::join_all(asks).await;
+            return task.request_all(asks, timeout).await;
         }
         // The unanswered ones recorded at once: one `inputRequests`.
         let open: Vec<_> = asks
@@ -195,7 +192,8 @@ impl Peer for StatelessPeer {
         self.started().map(|r| &r.task.id)
     }
 
-    /// The round under way's own token (a task reports none).
+    /// The round under way's own token (round 1's is the request's; a
+    /// task reports none).
     fn progress_token(
         &self,
         first: Option<&mcpd_protocol::types::ProgressToken>,
@@ -203,10 +201,7 @@ impl Peer for StatelessPeer {
         if self.task().is_some() {
             return first.cloned();
         }
-        match self.call.round() {
-            1 => first.cloned(),
-            _ => self.call.out().and_then(|o| o.progress_token.clone()),
-        }
+        self.call.out().and_then(|o| o.progress_token.clone())
     }
 
     fn may_start_task(&self) -> bool {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_store::ReplicaId;
 
-use super::call::{Call, RoundOut};
+use super::call::{Call, Fresh, RoundOut};
 use super::park::{Full, ParkRef, Parked};
 use super::peer::Escalation;
 use super::relay::Sink;
@@ -146,11 +146,7 @@ impl Stateless {
         if self.parking.off() {
             return None;
         }
-        let questions = {
-            let s = call.mrtr.state.lock().unwrap_or_else(|p| p.into_inner());
-            serde_json::to_vec(&s.inputs).map_or(0, |v| v.len())
-        };
-        let bytes = Parked::bytes(held, &call.answers(), questions);
+        let bytes = Parked::bytes(call, held);
         match self.parking.admit(call, principal, bytes) {
             Ok(p) => Some(p),
             Err(full) => {
@@ -203,16 +199,16 @@ impl Stateless {
         req: Request,
         meta: StatelessMeta,
         caller: Caller,
-        answers: JsonObject,
+        fresh: Fresh,
     ) -> StreamReceiver {
         let (tx, rx) = self.channel();
         let this = self.clone();
         actix::spawn(async move {
-            let Some(tx) = this.send_away(&p, &req, &meta, &answers, tx).await else {
+            let Some(tx) = this.send_away(&p, &req, &meta, &fresh.answers, tx).await else {
                 return;
             };
             this.parking.count("missed");
-            let again = this.start(req, meta, caller, answers);
+            let again = this.start(req, meta, caller, fresh);
             pipe(again, tx).await;
         });
         rx
@@ -323,7 +319,6 @@ pub(super) const TAKE_WAIT: std::time::Duration = std::time::Duration::from_secs
 
 /// Hands `from`'s items to `to` until either end is gone.
 async fn pipe(mut from: StreamReceiver, to: StreamSender) {
-    let hangup = to.watch();
     loop {
         tokio::select! {
             item = from.recv() => {
@@ -332,7 +327,7 @@ async fn pipe(mut from: StreamReceiver, to: StreamSender) {
                     return;
                 }
             }
-            () = hangup.hung_up() => return,
+            () = to.closed() => return,
         }
     }
 }

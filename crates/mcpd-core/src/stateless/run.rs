@@ -11,7 +11,7 @@ use mcpd_protocol::{ErrorCode, ErrorObject, Method, ProtocolVersion};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::call::{Call, RoundOut};
+use super::call::{Call, Fresh, RoundOut};
 use super::park::{ParkRef, PARK_KEY};
 use super::peer::{to_bytes, Escalation, StatelessPeer};
 use super::relay::Sink;
@@ -49,44 +49,40 @@ impl Stateless {
                 return self.answered(&id, Err(e));
             }
         };
+        let fresh = Fresh {
+            answers,
+            binding,
+            shown_task: None,
+        };
         // The retry of a parked call's round goes on with that call.
         match parked {
             Some(p) if p.replica != self.parking.replica() => {
-                self.resume_elsewhere(p, req, meta, caller, answers)
+                self.resume_elsewhere(p, req, meta, caller, fresh)
             }
-            Some(p) => match self.resume(&p, &id, &meta, &answers) {
+            Some(p) => match self.resume(&p, &id, &meta, &fresh.answers) {
                 Some(rx) => rx,
-                None => self.start(req, meta, caller, answers),
+                None => self.start(req, meta, caller, fresh),
             },
-            None => self.start(req, meta, caller, answers),
+            None => self.start(req, meta, caller, fresh),
         }
     }
 
-    /// Runs a request from its start (with the answers the client brought).
+    /// Runs a request from its start, with what [`Fresh`] says.
     pub(super) fn start(
         self: &Arc<Self>,
         req: Request,
         meta: StatelessMeta,
         caller: Caller,
-        answers: JsonObject,
+        fresh: Fresh,
     ) -> StreamReceiver {
-        self.launch(req, meta, caller, answers, None)
-    }
-
-    /// [`Self::start`]; `shown_task`: the task id the client named, which
-    /// its answer carries (a `tasks/*` request for an upstream's own task).
-    pub(super) fn launch(
-        self: &Arc<Self>,
-        req: Request,
-        meta: StatelessMeta,
-        caller: Caller,
-        answers: JsonObject,
-        shown_task: Option<String>,
-    ) -> StreamReceiver {
+        let Fresh {
+            answers,
+            binding,
+            shown_task,
+        } = fresh;
         let limits = &self.server.limits;
         let method = req.kind;
         let id = req.id.clone();
-        let binding = binding(&req, &caller);
         // A call routed to an upstream (`server_id`, or a pass-through
         // endpoint) takes the upstream's policy; a local tool its own.
         // (Tasks off, no tool can become one: no lookup.)

@@ -129,7 +129,7 @@ impl HttpLink {
                 return modern.clone().post(msg).await;
             }
         }
-        if request_id.is_some() && !is_init {
+        if request_id.is_some() && !is_init && !*self.standing.borrow() {
             let mut standing = self.standing.subscribe();
             let answered = tokio::time::timeout(GET_WAIT, standing.wait_for(|asked| *asked)).await;
             if answered.is_err() {

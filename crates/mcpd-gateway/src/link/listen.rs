@@ -12,7 +12,7 @@ use mcpd_protocol::sse::Decoder;
 use serde_json::{json, Value};
 
 use super::pipe::LISTEN_ID;
-use super::stateless::StatelessLink;
+use super::stateless::{StatelessLink, Via};
 use super::wire::{envelope, is_sse, text_json};
 
 impl StatelessLink {
@@ -58,22 +58,25 @@ impl StatelessLink {
         let params = json!({"_meta": envelope(None), "notifications": {
             "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}});
         let body = json!({"jsonrpc": "2.0", "id": LISTEN_ID, "method": methods::SUBSCRIPTIONS_LISTEN, "params": params});
-        if let Some(pipe) = &self.pipe {
-            let Ok(mut ex) = pipe.send(&body) else {
+        let http = match &self.via {
+            Via::Http(http) => http,
+            Via::Pipe(pipe) => {
+                let Ok(mut ex) = pipe.send(&body) else {
+                    return true;
+                };
+                while let Some(v) = ex.next().await {
+                    if v.get("method").is_none() {
+                        // Its answer: an error is a refusal, a result its end.
+                        return v.get("error").is_none();
+                    }
+                    if !self.listened(v).await {
+                        return false;
+                    }
+                }
                 return true;
-            };
-            while let Some(v) = ex.next().await {
-                if v.get("method").is_none() {
-                    // Its answer: an error is a refusal, a result its end.
-                    return v.get("error").is_none();
-                }
-                if !self.listened(v).await {
-                    return false;
-                }
             }
-            return true;
-        }
-        let Ok(res) = self
+        };
+        let Ok(res) = http
             .post_json(methods::SUBSCRIPTIONS_LISTEN, None, &body)
             .send()
             .await

@@ -26,48 +26,69 @@ use super::decode::read;
 use super::pipe::PipeWire;
 use super::report::Reporter;
 use super::wire::{
-    call_id, client_of, complete, envelope, headers, is_sse, outcome_of, text_json, ParamHeaders,
-    CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
+    call_id, client_of, complete, envelope, headers, is_sse, meta_mut, outcome_of, text_json,
+    ParamHeaders, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
 };
 use crate::config::UpstreamConfig;
 
 pub struct StatelessLink {
-    client: reqwest::Client,
-    url: String,
-    headers: Vec<(String, String)>,
+    pub(super) via: Via,
     pub(super) reporter: Reporter,
     calls: Mutex<Calls>,
     /// The `subscriptions/listen` stream, once open (`listen.rs`).
     pub(super) listening: Mutex<Option<AbortHandle>>,
-    /// Over stdio instead of HTTP (`pipe.rs`).
-    pub(super) pipe: Option<Arc<PipeWire>>,
+}
+
+/// How the link reaches its upstream.
+pub(super) enum Via {
+    /// A remote server: each request a POST.
+    Http(Http),
+    /// A child: each request a line on its stdin (`pipe.rs`).
+    Pipe(Arc<PipeWire>),
+}
+
+/// A remote upstream's address, and the client and headers it is reached with.
+pub(super) struct Http {
+    client: reqwest::Client,
+    pub(super) url: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Http {
+    /// A POST of `body` with the revision's headers (`wire::headers`).
+    pub(super) fn post_json(
+        &self,
+        method: &str,
+        params: Option<&JsonObject>,
+        body: &Value,
+    ) -> reqwest::RequestBuilder {
+        let b = self.client.post(&self.url);
+        headers(b, method, params, &self.headers).body(body.to_string())
+    }
 }
 
 impl StatelessLink {
     pub fn new(cfg: &UpstreamConfig, reporter: Reporter) -> Arc<Self> {
         let (client, headers) = client_of(cfg);
-        Arc::new(Self {
+        let http = Http {
             client,
             url: cfg.url.clone(),
             headers,
-            reporter,
-            calls: Mutex::default(),
-            listening: Mutex::default(),
-            pipe: None,
-        })
+        };
+        Self::over(Via::Http(http), reporter)
     }
 
     /// The same over a child's stdin and stdout (`pipe`).
-    pub fn piped(cfg: &UpstreamConfig, reporter: Reporter, pipe: Arc<PipeWire>) -> Arc<Self> {
-        let (client, headers) = client_of(cfg);
+    pub fn piped(reporter: Reporter, pipe: Arc<PipeWire>) -> Arc<Self> {
+        Self::over(Via::Pipe(pipe), reporter)
+    }
+
+    fn over(via: Via, reporter: Reporter) -> Arc<Self> {
         Arc::new(Self {
-            client,
-            url: format!("stdio:{}", cfg.command),
-            headers,
+            via,
             reporter,
             calls: Mutex::default(),
             listening: Mutex::default(),
-            pipe: Some(pipe),
         })
     }
 
@@ -100,8 +121,8 @@ impl StatelessLink {
     pub async fn discover(&self) -> Result<Value, Discovery> {
         let body = json!({"jsonrpc": "2.0", "id": "mcpd-discover", "method": methods::SERVER_DISCOVER,
             "params": {"_meta": envelope(None)}});
-        let answer = match &self.pipe {
-            Some(pipe) => {
+        let answer = match &self.via {
+            Via::Pipe(pipe) => {
                 let mut ex = pipe.send(&body).map_err(Discovery::Unreachable)?;
                 let answer = loop {
                     match ex.next().await {
@@ -112,13 +133,13 @@ impl StatelessLink {
                 };
                 (true, answer.to_string())
             }
-            None => {
-                let res = self
+            Via::Http(http) => {
+                let res = http
                     .post_json(methods::SERVER_DISCOVER, None, &body)
                     .send()
                     .await
                     .map_err(|e| {
-                        Discovery::Unreachable(format!("cannot reach {}: {e}", self.url))
+                        Discovery::Unreachable(format!("cannot reach {}: {e}", http.url))
                     })?;
                 (
                     res.status().is_success(),
@@ -202,16 +223,13 @@ impl StatelessLink {
         round.sent += 1;
         let mut params = round.params.clone().unwrap_or_default();
         let mut param_headers = None;
-        let meta = params
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(JsonObject::new()));
-        if let Value::Object(m) = meta {
+        if let Some(m) = meta_mut(&mut params) {
             param_headers = m.remove(PARAM_HEADERS_KEY);
             // What the call's client declared, not more: the upstream must
             // not ask it what it cannot answer.
             let caps = m.remove(CLIENT_CAPABILITIES_KEY);
             // The actor's own `_meta` (its progress token) stays beside it.
-            m.extend(envelope(caps).as_object().cloned().unwrap_or_default());
+            m.extend(envelope(caps));
         }
         if !round.answers.is_empty() {
             params.insert(
@@ -257,25 +275,28 @@ impl StatelessLink {
         body: &Value,
         param_headers: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
-        if let Some(pipe) = &self.pipe {
-            let mut ex = pipe.send(body).map_err(|e| self.failed(e))?;
-            while let Some(v) = ex.next().await {
-                if v.get("method").is_none() {
-                    return outcome_of(v);
+        let http = match &self.via {
+            Via::Http(http) => http,
+            Via::Pipe(pipe) => {
+                let mut ex = pipe.send(body).map_err(|e| self.failed(e))?;
+                while let Some(v) = ex.next().await {
+                    if v.get("method").is_none() {
+                        return outcome_of(v);
+                    }
+                    let messages = read(&self.reporter.upstream, v);
+                    if !messages.is_empty() && !self.reporter.deliver(messages, Some(id)).await {
+                        return Err(self.failed("mcpd stopped relaying".into()));
+                    }
                 }
-                let messages = read(&self.reporter.upstream, v);
-                if !messages.is_empty() && !self.reporter.deliver(messages, Some(id)).await {
-                    return Err(self.failed("mcpd stopped relaying".into()));
-                }
+                return Err(self.failed("the process ended before the answer".into()));
             }
-            return Err(self.failed("the process ended before the answer".into()));
-        }
-        let res = self
+        };
+        let res = http
             .post_json(method, Some(params), body)
             .headers_for_params(param_headers)
             .send()
             .await
-            .map_err(|e| self.failed(format!("cannot reach {}: {e}", self.url)))?;
+            .map_err(|e| self.failed(format!("cannot reach {}: {e}", http.url)))?;
         let status = res.status();
         let is_sse = is_sse(&res);
         if !is_sse {
@@ -354,11 +375,7 @@ impl StatelessLink {
             let qid = format!("mcpd-input-{}", calls.next_question);
             // The upstream's key rides along, for a 2026-07-28 client's
             // own `inputRequests` (the relay takes it off again).
-            let p = params.get_or_insert_with(JsonObject::new);
-            if let Value::Object(meta) = p
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(JsonObject::new()))
-            {
+            if let Some(meta) = meta_mut(params.get_or_insert_with(JsonObject::new)) {
                 meta.insert(INPUT_KEY.into(), Value::from(key.clone()));
             }
             calls.questions.insert(qid.clone(), (id, key));
@@ -419,16 +436,5 @@ impl StatelessLink {
             ErrorCode::SERVER_ERROR,
             format!("Upstream server '{}': {why}", self.reporter.upstream),
         )
-    }
-
-    /// A POST of `body` with the revision's headers (`wire::headers`).
-    pub(super) fn post_json(
-        &self,
-        method: &str,
-        params: Option<&JsonObject>,
-        body: &Value,
-    ) -> reqwest::RequestBuilder {
-        let b = self.client.post(&self.url);
-        headers(b, method, params, &self.headers).body(body.to_string())
     }
 }

@@ -205,22 +205,20 @@ async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::Receiver<String>) {
 async fn read_lines(stdout: ChildStdout, reporter: Reporter, pipe: Option<Arc<PipeWire>>) {
     let mut out = BufReader::new(stdout).lines();
     while let Ok(Some(line)) = out.next_line().await {
-        match serde_json::from_str::<Value>(&line) {
-            Ok(json) if pipe.is_some() => {
-                if let Some(p) = &pipe {
-                    if !p.on_line(json).await {
-                        return;
-                    }
+        match (serde_json::from_str::<Value>(&line), &pipe) {
+            (Ok(json), Some(p)) => {
+                if !p.on_line(json).await {
+                    return;
                 }
             }
-            Ok(json) => {
+            (Ok(json), None) => {
                 let messages = read(&reporter.upstream, json);
                 if !messages.is_empty() && !reporter.deliver(messages, None).await {
                     return;
                 }
             }
-            Err(_) if line.trim().is_empty() => {}
-            Err(_) => tracing::warn!(
+            (Err(_), _) if line.trim().is_empty() => {}
+            (Err(_), _) => tracing::warn!(
                 upstream = %reporter.upstream,
                 "not JSON-RPC on stdout, ignored: {}",
                 line.chars().take(200).collect::<String>()

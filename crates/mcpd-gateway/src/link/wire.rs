@@ -5,6 +5,7 @@
 
 use base64::Engine;
 use mcpd_protocol::jsonrpc::Message;
+use mcpd_protocol::methods::meta;
 use mcpd_protocol::types::JsonObject;
 use mcpd_protocol::{ErrorObject, Method, RequestId};
 use serde_json::{json, Value};
@@ -42,17 +43,27 @@ pub(crate) fn call_id(id: &RequestId) -> Option<u64> {
 /// version, the capabilities of the client the call is for (for a call of
 /// no client, such as the catalogue's reads, what mcpd can relay), and who
 /// it is.
-pub(crate) fn envelope(caps: Option<Value>) -> Value {
+pub(crate) fn envelope(caps: Option<Value>) -> JsonObject {
     let caps = caps
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}}));
-    json!({
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {
-            "name": "mcpd-gateway", "version": env!("CARGO_PKG_VERSION")
-        },
-    })
+    let mut m = JsonObject::new();
+    m.insert(meta::PROTOCOL_VERSION.into(), Value::from(VERSION));
+    m.insert(meta::CLIENT_CAPABILITIES.into(), caps);
+    m.insert(
+        meta::CLIENT_INFO.into(),
+        json!({"name": "mcpd-gateway", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    m
+}
+
+/// `params._meta`, an empty object added when there is none (`None`: one
+/// that is not an object).
+pub(crate) fn meta_mut(params: &mut JsonObject) -> Option<&mut JsonObject> {
+    params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(JsonObject::new()))
+        .as_object_mut()
 }
 
 /// The HTTP client of a remote upstream's link, and the headers it is
