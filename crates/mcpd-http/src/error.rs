@@ -64,7 +64,8 @@ pub enum HttpError {
     Rpc {
         status: StatusCode,
         id: Option<RequestId>,
-        error: ErrorObject,
+        /// Boxed: an error's `data` would make every `HttpError` large.
+        error: Box<ErrorObject>,
     },
 }
 
@@ -149,7 +150,7 @@ impl HttpError {
             e if !e.is_unavailable() => Self::Rpc {
                 status: StatusCode::OK,
                 id: Some(id.clone()),
-                error: e.to_error(),
+                error: Box::new(e.to_error()),
             },
             InitializeError::TooManyForClient(_) => Self::ClientCap {
                 retry_after: CLIENT_CAP_RETRY,

@@ -118,10 +118,10 @@ fn unknown_connection() -> HttpError {
     HttpError::Rpc {
         status: actix_web::http::StatusCode::NOT_FOUND,
         id: None,
-        error: ErrorObject::new(
+        error: Box::new(ErrorObject::new(
             mcpd_protocol::ErrorCode::SESSION_NOT_FOUND,
             "Unknown sessionId: the SSE connection is closed or never existed; open a new one with GET /sse",
-        ),
+        )),
     }
 }
 

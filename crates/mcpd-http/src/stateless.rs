@@ -30,7 +30,7 @@ fn rpc(status: StatusCode, req: &Request, error: ErrorObject) -> HttpError {
     HttpError::Rpc {
         status,
         id: Some(req.id.clone()),
-        error,
+        error: Box::new(error),
     }
 }
 
@@ -98,7 +98,7 @@ pub async fn post(
         Answer::Refused(error) => Err(HttpError::Rpc {
             status: status_of_refusal(error.code),
             id: Some(id),
-            error,
+            error: Box::new(error),
         }),
         Answer::Stream(mut rx) => match rx.recv().await {
             Some(StreamItem::Json { data: json, error }) => {

@@ -234,9 +234,9 @@ pub async fn post(
         return Err(HttpError::Rpc {
             status: actix_web::http::StatusCode::BAD_REQUEST,
             id,
-            error: mcpd_protocol::ErrorObject::invalid_params(format!(
+            error: Box::new(mcpd_protocol::ErrorObject::invalid_params(format!(
                 "MCP-Protocol-Version {v} requires params._meta[\"io.modelcontextprotocol/protocolVersion\"] and clientCapabilities on every request"
-            )),
+            ))),
         });
     }
 

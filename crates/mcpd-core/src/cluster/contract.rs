@@ -255,7 +255,7 @@ pub trait Cluster: Send + Sync + 'static {
 
     /// An answer to no question of this replica: hand it to the replica
     /// that asked (`Ok`), or give it back when none did (`Err`).
-    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Response>;
+    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Box<Response>>;
 
     /// Whether `replica` is alive (`None`: the store cannot tell now).
     async fn is_alive(&self, replica: &ReplicaId) -> Option<bool>;

@@ -65,8 +65,8 @@ impl Cluster for Local {
         RequestId::Int(n)
     }
 
-    fn route_answer(&self, _session: &SessionId, r: Response) -> Result<(), Response> {
-        Err(r)
+    fn route_answer(&self, _session: &SessionId, r: Response) -> Result<(), Box<Response>> {
+        Err(Box::new(r))
     }
 
     async fn is_alive(&self, replica: &ReplicaId) -> Option<bool> {

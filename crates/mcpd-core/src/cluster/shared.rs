@@ -234,9 +234,9 @@ impl Cluster for Shared {
         RequestId::Str(format!("{}-{n}", self.replica()))
     }
 
-    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Response> {
+    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Box<Response>> {
         let Some(replica) = asked_by(&r.id).filter(|rep| *rep != self.replica().as_str()) else {
-            return Err(r);
+            return Err(Box::new(r));
         };
         let replica = ReplicaId::from(replica);
         let msg = Control::Answer {

@@ -316,7 +316,7 @@ async fn a_question_id_names_the_replica_an_answer_is_routed_back_to() {
     let back = asker
         .route_answer(&sid("s1"), answer.clone())
         .expect_err("its own");
-    assert_eq!(back, answer);
+    assert_eq!(*back, answer);
     // Landing elsewhere, it goes to the asker.
     assert_eq!(other.route_answer(&sid("s1"), answer), Ok(()));
     let f = fabric.clone();

@@ -386,15 +386,50 @@ impl Stateless {
     }
 }
 
+/// `v` as JSON text with every object's keys sorted: the same value gives
+/// the same text whatever order its keys came in (JSON objects keep their
+/// order in this build).
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(k.as_str()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 /// What a sealed `requestState` is bound to: the request's method, target,
 /// arguments and upstream (`server_id`), and the principal (so one user's
 /// state is useless to another, and one upstream's to another).
 pub(super) fn binding(req: &Request, caller: &Caller) -> String {
     let p = req.params.as_ref();
     let get = |k: &str| {
-        p.and_then(|p| p.get(k))
-            .map(Value::to_string)
-            .unwrap_or_default()
+        let mut out = String::new();
+        if let Some(v) = p.and_then(|p| p.get(k)) {
+            canonical(v, &mut out);
+        }
+        out
     };
     format!(
         "{}\n{}\n{}\n{}\n{}\n{}",

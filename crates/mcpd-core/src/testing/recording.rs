@@ -89,7 +89,7 @@ impl Cluster for RecordingCluster {
         self.local.question_id(n)
     }
 
-    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Response> {
+    fn route_answer(&self, session: &SessionId, r: Response) -> Result<(), Box<Response>> {
         self.answers.lock().unwrap().push((session.clone(), r));
         Ok(())
     }

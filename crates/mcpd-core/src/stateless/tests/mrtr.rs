@@ -37,6 +37,18 @@ fn alice() -> Caller {
     }
 }
 
+/// The same arguments in another key order are the same binding: a
+/// client that rebuilds its arguments for a retry is not refused.
+#[test]
+fn the_binding_does_not_depend_on_the_arguments_key_order() {
+    let a = json!({"name": "t", "arguments": {"a": 1, "b": {"x": [1, {"p": 1, "q": 2}], "y": 2}}});
+    let b = json!({"name": "t", "arguments": {"b": {"y": 2, "x": [1, {"q": 2, "p": 1}]}, "a": 1}});
+    assert_eq!(
+        binding(&call(1, a), &alice()),
+        binding(&call(1, b), &alice())
+    );
+}
+
 /// A `requestState` is bound to the request's method, target, arguments
 /// and principal (sealed.rs): any of them different gives another binding,
 /// so a state minted for one call is refused by another (§6: bind the
