@@ -29,6 +29,20 @@ pub(crate) struct Claims {
     pub(crate) exp: Option<u64>,
     nbf: Option<u64>,
     pub(crate) cnf: Option<Value>,
+    /// Every claim, as the token carries it (for the tenant and policies).
+    #[serde(skip)]
+    all: serde_json::Map<String, Value>,
+}
+
+impl Claims {
+    /// The claims of a token's payload (or an introspection answer).
+    fn of(doc: Value) -> Result<Self, serde_json::Error> {
+        let mut c: Claims = serde_json::from_value(doc.clone())?;
+        if let Value::Object(all) = doc {
+            c.all = all;
+        }
+        Ok(c)
+    }
 }
 
 /// The claims of an introspected active token, checked like a JWT's:
@@ -36,7 +50,7 @@ pub(crate) struct Claims {
 /// issuer when named (the server asked vouches for its own tokens),
 /// and the audience (in [`principal_of`]).
 pub(crate) fn from_introspection(config: &AuthConfig, doc: Value) -> Result<Claims, AuthError> {
-    let mut c: Claims = serde_json::from_value(doc)
+    let mut c = Claims::of(doc)
         .map_err(|e| AuthError::invalid(format!("the introspection answer is malformed: {e}")))?;
     let now = unix_now();
     let leeway = config.leeway_secs;
@@ -112,8 +126,12 @@ pub(crate) async fn verify_jwt(
     validation.set_required_spec_claims(&["exp"]);
     let mut last = None;
     for k in &candidates {
-        match jsonwebtoken::decode::<Claims>(token, &k.key, &validation) {
-            Ok(data) => return Ok(data.claims),
+        match jsonwebtoken::decode::<Value>(token, &k.key, &validation) {
+            Ok(data) => {
+                return Claims::of(data.claims).map_err(|e| {
+                    AuthError::invalid(format!("The access token's claims are malformed: {e}"))
+                })
+            }
             Err(e) => last = Some(e),
         }
     }
@@ -173,6 +191,23 @@ pub(crate) fn principal_of(
         .sub
         .filter(|s| !s.is_empty())
         .ok_or_else(|| AuthError::invalid("The access token has no sub claim"))?;
+    let tenant = match &config.tenant_claim {
+        None => None,
+        Some(claim) => Some(match c.all.get(claim) {
+            Some(Value::String(t)) if !t.is_empty() => t.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            None | Some(Value::Null) => {
+                return Err(AuthError::invalid(format!(
+                    "The access token has no {claim} claim (its tenant)"
+                )))
+            }
+            Some(_) => {
+                return Err(AuthError::invalid(format!(
+                    "The access token's {claim} claim (its tenant) is not a string"
+                )))
+            }
+        }),
+    };
     let mut scopes = BTreeSet::new();
     for v in [c.scope, c.scp].into_iter().flatten() {
         match v {
@@ -189,6 +224,8 @@ pub(crate) fn principal_of(
         client_id: c.client_id.or(c.azp),
         scopes,
         dpop_bound,
+        tenant,
+        claims: std::sync::Arc::new(c.all),
     })
 }
 

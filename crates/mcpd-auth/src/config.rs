@@ -37,6 +37,8 @@ pub struct AuthConfig {
     pub dpop: DpopMode,
     /// How old a DPoP proof's `iat` may be (plus the leeway).
     pub dpop_max_age: Duration,
+    /// The claim naming the caller's tenant; every token must carry it.
+    pub tenant_claim: Option<String>,
 }
 
 impl AuthConfig {

@@ -36,6 +36,7 @@ mod error;
 mod introspect;
 mod keys;
 mod metadata;
+mod policy;
 mod principal;
 mod url;
 
@@ -46,5 +47,6 @@ pub use error::AuthError;
 pub use introspect::IntrospectionConfig;
 pub use jsonwebtoken::{Algorithm, AlgorithmFamily};
 pub use keys::{parse_key_text, JwksPolicy, Key, KeySource, KeyStore};
+pub use policy::{Ask, Decision, Policy, Target};
 pub use principal::Principal;
 pub use url::{metadata_url, normalise, UrlParts};

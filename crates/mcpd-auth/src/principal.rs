@@ -11,12 +11,27 @@ pub struct Principal {
     pub scopes: BTreeSet<String>,
     /// The token is bound to a DPoP key (and came with its proof).
     pub dpop_bound: bool,
+    /// The tenant the token names (`auth.tenant_claim`), when tenants are on.
+    pub tenant: Option<String>,
+    /// Every claim of the token (what a policy may read).
+    pub claims: std::sync::Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Principal {
-    /// A stable identity for binding sessions: issuer and subject.
+    /// A stable identity for binding sessions, tasks and limits: issuer
+    /// and subject, and the tenant when tenants are on (JSON-quoted, so
+    /// no subject can pass for another tenant's), so the same subject
+    /// under two tenants owns nothing of the other's.
     pub fn key(&self) -> String {
-        format!("{} {}", self.issuer, self.subject)
+        match &self.tenant {
+            None => format!("{} {}", self.issuer, self.subject),
+            Some(t) => format!(
+                "{} {} {}",
+                self.issuer,
+                serde_json::Value::from(t.as_str()),
+                self.subject
+            ),
+        }
     }
 
     /// Which of `needed` this principal lacks.

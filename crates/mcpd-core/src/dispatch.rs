@@ -227,7 +227,34 @@ fn forward(
     params: Option<JsonObject>,
     ctx: RequestContext,
 ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
-    Box::pin(async move { f.request(&method, params, ctx).await })
+    Box::pin(async move {
+        let mut out = f.request(&method, params, ctx.clone()).await;
+        if let (Ok(list), Some(_)) = (&mut out, &ctx.caller().sees) {
+            hide_unseen(&method, list, f.id(), ctx.caller());
+        }
+        out
+    })
+}
+
+/// An upstream's list as the caller may see it: the items its
+/// [`Caller::sees`](crate::Caller::sees) hides are taken out.
+fn hide_unseen(method: &str, list: &mut Value, upstream: &str, caller: &crate::Caller) {
+    use crate::caller::Listed;
+    let (key, field, kind) = match method {
+        mcpd_protocol::methods::TOOLS_LIST => ("tools", "name", Listed::Tool),
+        mcpd_protocol::methods::PROMPTS_LIST => ("prompts", "name", Listed::Prompt),
+        mcpd_protocol::methods::RESOURCES_LIST => ("resources", "uri", Listed::Resource),
+        mcpd_protocol::methods::RESOURCES_TEMPLATES_LIST => {
+            ("resourceTemplates", "uriTemplate", Listed::Template)
+        }
+        _ => return,
+    };
+    if let Some(Value::Array(items)) = list.get_mut(key) {
+        items.retain(|item| {
+            let name = item.get(field).and_then(Value::as_str).unwrap_or("");
+            caller.sees(kind, Some(upstream), name)
+        });
+    }
 }
 
 /// A typed result as the JSON a response carries.

@@ -27,6 +27,7 @@ pub mod guard;
 pub mod headers;
 pub mod legacy_sse;
 pub mod limits;
+pub mod naming;
 pub mod quota;
 pub mod ratelimit;
 pub mod routes;

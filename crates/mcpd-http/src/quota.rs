@@ -25,6 +25,9 @@ use crate::ratelimit::{RateLimiter, RateSpec};
 pub enum Per {
     /// The principal (anonymous callers: their client address).
     Principal,
+    /// The caller's tenant (`auth.tenant_claim`): one bucket per tenant
+    /// (without tenants: per principal).
+    Tenant,
     /// One bucket for everyone.
     All,
 }
@@ -114,15 +117,17 @@ impl std::fmt::Debug for Quotas {
 impl Quotas {
     /// Every request in `messages` draws on the limits that apply to it;
     /// the first over its limit refuses the whole POST. `who`: the
-    /// principal's key, else the client address. `name_of` gives a tool
+    /// principal's key, else the client address; `tenant`: the caller's
+    /// tenant, when tenants are on. `name_of` gives a tool
     /// call's name as `/mcp` lists it (an upstream's tools carry its
     /// prefix there, not on `/mcp/{id}` nor with `server_id`), so a limit
     /// holds whichever way the call comes in. A caller's own limits are
-    /// taken before the ones for everyone: a caller over its own limit
-    /// does not use up everyone's.
+    /// taken before its tenant's, and those before the ones for everyone:
+    /// a caller over its own limit does not use up everyone's.
     pub async fn check(
         &self,
         who: &str,
+        tenant: Option<&str>,
         messages: &[Message],
         name_of: impl Fn(&mcpd_protocol::jsonrpc::Request, &str) -> String,
         metrics: &Metrics,
@@ -141,9 +146,13 @@ impl Quotas {
                     .iter()
                     .filter(move |q| q.per == per && q.applies(&r.method, tool))
             };
-            for rule in applying(Per::Principal).chain(applying(Per::All)) {
+            let rules = applying(Per::Principal)
+                .chain(applying(Per::Tenant))
+                .chain(applying(Per::All));
+            for rule in rules {
                 let whose = match rule.per {
                     Per::Principal => who,
+                    Per::Tenant => tenant.unwrap_or(who),
                     Per::All => "",
                 };
                 match self.store.take(&rule.name, whose, rule.spec).await {
@@ -174,6 +183,7 @@ fn refusal(rule: &QuotaRule, wait: Duration, metrics: &Metrics) -> HttpError {
             rule.spec.rate,
             match rule.per {
                 Per::Principal => " per caller",
+                Per::Tenant => " per tenant",
                 Per::All => " for everyone",
             },
             match rule.tools.is_empty() {
@@ -232,21 +242,23 @@ mod tests {
         };
         let m = Metrics::default();
         for _ in 0..2 {
-            q.check("alice", &[call("search_docs")], same, &m)
+            q.check("alice", None, &[call("search_docs")], same, &m)
                 .await
                 .unwrap();
         }
         let e = q
-            .check("alice", &[call("search_web")], same, &m)
+            .check("alice", None, &[call("search_web")], same, &m)
             .await
             .unwrap_err();
         assert!(e.to_string().contains("\"search\""), "{e}");
-        q.check("bob", &[call("search_docs")], same, &m)
+        q.check("bob", None, &[call("search_docs")], same, &m)
             .await
             .unwrap();
-        q.check("alice", &[call("echo")], same, &m).await.unwrap();
+        q.check("alice", None, &[call("echo")], same, &m)
+            .await
+            .unwrap();
         let e = q
-            .check("carol", &[call("echo")], same, &m)
+            .check("carol", None, &[call("echo")], same, &m)
             .await
             .unwrap_err();
         assert!(e.to_string().contains("\"everyone\""), "{e}");

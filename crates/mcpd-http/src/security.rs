@@ -18,6 +18,7 @@ use mcpd_protocol::jsonrpc::Message;
 use mcpd_telemetry::Metrics;
 
 use crate::error::HttpError;
+use crate::naming;
 
 #[cfg(feature = "auth")]
 mod bearer;
@@ -25,7 +26,7 @@ mod bearer;
 #[path = "security/off.rs"]
 mod bearer;
 
-pub use bearer::{Authenticator, Principal};
+pub use bearer::{Authenticator, Policy, Principal};
 
 /// Auth and rate limits, from config; all off by default.
 #[derive(Default)]
@@ -37,17 +38,18 @@ pub struct Security {
     pub sessions: Option<Arc<RateLimiter>>,
     /// Named limits per principal and per tool (`[[rate_limit.rule]]`).
     pub quotas: Option<Arc<crate::quota::Quotas>>,
-    /// Each gateway upstream's prefix on `/mcp`, by id (a limit on tools
-    /// matches those names, whichever way a call comes in).
-    pub upstream_prefixes: Arc<std::collections::HashMap<String, String>>,
-    /// The upstream this endpoint passes everything to (`/mcp/{id}`).
-    pub endpoint_upstream: Option<String>,
+    /// How this endpoint names what it serves: limits and policies match
+    /// names as `/mcp` lists them, whichever way a call comes in.
+    pub names: naming::Names,
     /// Scopes every request on this endpoint needs (a gateway upstream's).
     pub endpoint_scopes: Vec<String>,
     /// Gateway upstreams' scopes by id, with the tool-name separator, for
     /// `server_id` requests and aggregated (`{id}{separator}…`) tools.
     pub upstream_scopes: Arc<std::collections::HashMap<String, Vec<String>>>,
     pub separator: String,
+    /// Per-call policies (`[policy]`): asked before every call and about
+    /// every listed item.
+    pub policy: Option<Arc<dyn Policy>>,
     /// Header carrying the client IP when behind a proxy (its first
     /// address is used), e.g. `X-Real-IP`. Unset: the peer address.
     pub client_ip_header: Option<String>,
@@ -96,11 +98,16 @@ impl Security {
         }
         let caller = Caller {
             principal: principal.as_ref().map(|p| Arc::from(p.key())),
+            tenant: principal.as_ref().and_then(bearer::tenant),
             client: None,
-            tools: match (&self.auth, &principal) {
-                (Some(auth), Some(p)) => {
-                    bearer::tool_filter(auth, p, &self.upstream_scopes, &self.separator)
-                }
+            sees: match (&self.auth, &principal) {
+                (Some(auth), Some(p)) => bearer::visibility(
+                    auth,
+                    p,
+                    self.policy.as_ref(),
+                    &self.names,
+                    (&self.upstream_scopes, &self.separator),
+                ),
                 _ => None,
             },
         };
@@ -159,6 +166,9 @@ impl Security {
                     ),
                     metrics,
                 )?;
+                if let Some(policy) = &self.policy {
+                    bearer::check_policy(policy.as_ref(), (auth, p), r, &self.names, metrics)?;
+                }
             }
         }
         Ok(())
@@ -178,13 +188,10 @@ impl Security {
         };
         let who = self.client_key(access, req);
         let name_of = |r: &mcpd_protocol::jsonrpc::Request, name: &str| {
-            let up = r.server_id.as_deref().or(self.endpoint_upstream.as_deref());
-            match up.and_then(|id| self.upstream_prefixes.get(id)) {
-                Some(prefix) => format!("{prefix}{name}"),
-                None => name.to_owned(),
-            }
+            naming::listed(&self.names.prefixes, self.names.routed(r), name)
         };
-        quotas.check(&who, messages, name_of, metrics).await
+        let tenant = access.caller.tenant.as_deref();
+        quotas.check(&who, tenant, messages, name_of, metrics).await
     }
 
     /// Who a client is for its limits: the principal, else its address.

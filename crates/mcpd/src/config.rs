@@ -22,6 +22,7 @@ mod http;
 mod layers;
 mod limits;
 mod log;
+mod policy;
 mod rate_limit;
 mod server;
 mod skills;
@@ -40,6 +41,7 @@ pub use gateway::{upstream_prefixes, upstream_scopes, GatewaySection, Upstream};
 pub use http::HttpSection;
 pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
+pub use policy::PolicySection;
 pub use rate_limit::{RateLimitSection, RuleConfig};
 pub use server::{ServerSection, Transport};
 pub use skills::SkillsSection;
@@ -85,6 +87,8 @@ pub struct Config {
     /// `[tls]`: HTTPS on the main listener, from a certificate and key
     /// file (off by default).
     pub tls: TlsSection,
+    /// `[policy]`: Cedar policies deciding every call and listed item.
+    pub policy: PolicySection,
     /// `[rate_limit]`: per-principal (or per-IP) request and session rates.
     pub rate_limit: RateLimitSection,
     /// `[gateway]`: how the `[[upstream]]` servers are exposed and called.
@@ -190,6 +194,12 @@ impl Config {
                 "skills.dir",
                 "skills",
             ),
+            (
+                cfg!(feature = "policy"),
+                self.policy.enabled(),
+                "policy.files",
+                "policy",
+            ),
         ];
         match missing
             .iter()
@@ -207,6 +217,16 @@ impl Config {
         self.tls.validate()?;
         self.rate_limit.validate()?;
         self.auth.validate()?;
+        self.policy.validate(self.auth.enabled)?;
+        let tenants = self.auth.enabled && self.auth.tenant_claim.is_some();
+        if let Some(i) = self.rate_limit.rule.iter().position(|r| r.per == "tenant") {
+            if !tenants {
+                return Err(error::bad(
+                    &format!("rate_limit.rule[{i}].per"),
+                    "\"tenant\" needs tenants: auth.enabled and auth.tenant_claim",
+                ));
+            }
+        }
         gateway::validate_upstreams(&self.upstream, &self.gateway.separator)?;
         self.gateway.validate()?;
         self.tracing.validate()?;

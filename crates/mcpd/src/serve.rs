@@ -96,6 +96,14 @@ pub(crate) fn serve_core(
     // Without the `auth` feature, configuration loading refused `[auth]`.
     #[cfg(not(feature = "auth"))]
     let auth = None;
+    #[cfg(feature = "policy")]
+    let policy: Option<Arc<dyn mcpd_http::security::Policy>> = config
+        .policy
+        .load()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?
+        .map(|p| p as Arc<dyn mcpd_http::security::Policy>);
+    #[cfg(not(feature = "policy"))]
+    let policy = None;
     let store = redis.clone();
     let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
@@ -111,13 +119,16 @@ pub(crate) fn serve_core(
             requests: requests.clone(),
             sessions: sessions.clone(),
             quotas: quotas.clone(),
-            upstream_prefixes: upstream_prefixes.clone(),
-            endpoint_upstream,
+            names: mcpd_http::naming::Names {
+                prefixes: upstream_prefixes.clone(),
+                endpoint: endpoint_upstream,
+            },
             client_ip_header: Some(config.rate_limit.client_ip_header.clone())
                 .filter(|h| !h.is_empty()),
             endpoint_scopes,
             upstream_scopes: upstream_scopes.clone(),
             separator: config.gateway.separator.clone(),
+            policy: policy.clone(),
         };
     let state = web::Data::new(AppState {
         node: node.clone(),

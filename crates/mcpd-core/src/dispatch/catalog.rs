@@ -14,6 +14,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::{to_json, McpServer};
+use crate::caller::Listed;
 use crate::context::RequestContext;
 use crate::handler::ToolError;
 
@@ -45,7 +46,12 @@ impl McpServer {
                     let ListParams { cursor } = parse_params(p)?;
                     let (resources, next_cursor) =
                         this.registry.resources_page(cursor.as_deref()).await?;
-                    let resources = resources.into_iter().map(|r| r.for_version(v)).collect();
+                    let caller = ctx.caller();
+                    let resources = resources
+                        .into_iter()
+                        .filter(|r| caller.sees(Listed::Resource, None, &r.uri))
+                        .map(|r| r.for_version(v))
+                        .collect();
                     to_json(&ListResourcesResult {
                         resources,
                         next_cursor,
@@ -55,8 +61,10 @@ impl McpServer {
                     let ListParams { cursor } = parse_params(p)?;
                     let (resource_templates, next_cursor) =
                         this.registry.templates_page(cursor.as_deref())?;
+                    let caller = ctx.caller();
                     let resource_templates = resource_templates
                         .into_iter()
+                        .filter(|t| caller.sees(Listed::Template, None, &t.uri_template))
                         .map(|t| t.for_version(v))
                         .collect();
                     to_json(&ListResourceTemplatesResult {
@@ -87,7 +95,12 @@ impl McpServer {
                 Some(Method::PromptsList) => {
                     let ListParams { cursor } = parse_params(p)?;
                     let (prompts, next_cursor) = this.registry.prompts_page(cursor.as_deref())?;
-                    let prompts = prompts.into_iter().map(|p| p.for_version(v)).collect();
+                    let caller = ctx.caller();
+                    let prompts = prompts
+                        .into_iter()
+                        .filter(|p| caller.sees(Listed::Prompt, None, &p.name))
+                        .map(|p| p.for_version(v))
+                        .collect();
                     to_json(&ListPromptsResult {
                         prompts,
                         next_cursor,

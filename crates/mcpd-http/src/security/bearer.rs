@@ -7,15 +7,18 @@ use std::sync::Arc;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpRequest;
+use mcpd_auth::{Ask, Target};
 use mcpd_auth::{AuthError, Presented};
-use mcpd_core::caller::ToolFilter;
+use mcpd_core::caller::{Listed, Visibility};
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_protocol::Method;
+use mcpd_protocol::{ErrorCode, ErrorObject};
 use mcpd_telemetry::{Clean, Metrics};
 
 use crate::error::HttpError;
+use crate::naming;
 
-pub use mcpd_auth::{Authenticator, Principal};
+pub use mcpd_auth::{Authenticator, Policy, Principal};
 
 /// The request's principal, once its token checks out and it holds the
 /// scopes every request on this endpoint needs (GET streams and DELETE
@@ -90,24 +93,145 @@ pub(super) async fn admit(
     Ok(p)
 }
 
-/// The tools `p` may see, when the config hides the others.
-pub(super) fn tool_filter(
+/// The tenant `p`'s token names, when tenants are on.
+pub(super) fn tenant(p: &Principal) -> Option<Arc<str>> {
+    p.tenant.as_deref().map(Arc::from)
+}
+
+/// What `p`'s lists show: the tools whose scopes it holds (when the
+/// config hides the others) and, with policies, what they let it use.
+pub(super) fn visibility(
     auth: &Arc<Authenticator>,
     p: &Principal,
-    ups: &Arc<HashMap<String, Vec<String>>>,
-    sep: &str,
-) -> Option<ToolFilter> {
-    if !auth.config().hide_unauthorized_tools {
+    policy: Option<&Arc<dyn Policy>>,
+    names: &naming::Names,
+    (ups, sep): (&Arc<HashMap<String, Vec<String>>>, &str),
+) -> Option<Visibility> {
+    let hide = auth.config().hide_unauthorized_tools;
+    if !hide && policy.is_none() {
         return None;
     }
-    let (auth, p) = (auth.clone(), p.clone());
+    let (auth, p, policy) = (auth.clone(), p.clone(), policy.cloned());
     let (ups, sep) = (ups.clone(), sep.to_owned());
-    Some(Arc::new(move |tool: &str| {
-        auth.may_call(&p, tool)
-            && p.missing(&upstream_scopes(&ups, &sep, None, Some(tool)))
-                .is_empty()
-    }))
+    let prefixes = names.prefixes.clone();
+    Some(Arc::new(
+        move |kind: Listed, upstream: Option<&str>, name: &str| {
+            let listed = match kind {
+                Listed::Tool | Listed::Prompt => naming::listed(&prefixes, upstream, name),
+                Listed::Resource | Listed::Template => name.to_owned(),
+            };
+            if hide && kind == Listed::Tool {
+                let scoped = auth.may_call(&p, &listed)
+                    && p.missing(&upstream_scopes(&ups, &sep, None, Some(&listed)))
+                        .is_empty();
+                if !scoped {
+                    return false;
+                }
+            }
+            let Some(policy) = &policy else { return true };
+            let target = match kind {
+                Listed::Tool => Target::Tool(&listed),
+                Listed::Prompt => Target::Prompt(&listed),
+                Listed::Resource | Listed::Template => Target::Resource(&listed),
+            };
+            let server = match kind {
+                Listed::Tool | Listed::Prompt => naming::server(&prefixes, upstream, &listed),
+                Listed::Resource | Listed::Template => upstream.unwrap_or(naming::OWN),
+            };
+            let ask = Ask {
+                target,
+                server,
+                arguments: None,
+                listing: true,
+            };
+            policy.decide(&p, &ask).allowed
+        },
+    ))
 }
+
+/// A call, prompt or read that the policies deny: refused with 403
+/// `insufficient_scope` when a deciding `forbid` names a scope the token
+/// lacks, else with the JSON-RPC error `-32003` naming the policies (in
+/// band: the request was understood, and refused).
+pub(super) fn check_policy(
+    policy: &dyn Policy,
+    (auth, p): (&Authenticator, &Principal),
+    r: &Request,
+    names: &naming::Names,
+    metrics: &Metrics,
+) -> Result<(), HttpError> {
+    let (Some(kind), Some(name)) = (r.kind, r.target()) else {
+        return Ok(());
+    };
+    let upstream = names.routed(r);
+    let prefixes = &names.prefixes;
+    let (target, listed);
+    match kind {
+        Method::ToolsCall | Method::PromptsGet => {
+            listed = naming::listed(prefixes, upstream, name);
+            target = match kind {
+                Method::ToolsCall => Target::Tool(&listed),
+                _ => Target::Prompt(&listed),
+            };
+        }
+        Method::ResourcesRead | Method::ResourcesSubscribe => target = Target::Resource(name),
+        _ => return Ok(()),
+    }
+    let server = match target {
+        Target::Resource(_) => upstream.unwrap_or(naming::OWN),
+        _ => naming::server(prefixes, upstream, target.name()),
+    };
+    let arguments = r
+        .params
+        .as_ref()
+        .and_then(|p| p.get("arguments"))
+        .and_then(serde_json::Value::as_object);
+    let ask = Ask {
+        target,
+        server,
+        arguments,
+        listing: false,
+    };
+    let d = policy.decide(p, &ask);
+    if d.allowed {
+        return Ok(());
+    }
+    let what = format!("{} {}", target.action(), target.name());
+    if let Some(scope) = &d.scope {
+        let needed = [scope.clone()];
+        return Err(insufficient_scope(
+            auth,
+            metrics,
+            p,
+            &what,
+            &needed,
+            &[scope.as_str()],
+        ));
+    }
+    metrics.auth_rejections.with_label_values(&["policy"]).inc();
+    let by = match d.policies.as_slice() {
+        [] => "no policy permits it".to_owned(),
+        ids => format!(
+            "denied by the policy {}",
+            ids.iter()
+                .map(|i| format!("{i:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(HttpError::Rpc {
+        status: StatusCode::OK,
+        id: Some(r.id.clone()),
+        error: Box::new(
+            ErrorObject::new(POLICY_DENIED, format!("Forbidden: {what}: {by}"))
+                .with_data(serde_json::json!({ "policies": d.policies })),
+        ),
+    })
+}
+
+/// The JSON-RPC error of a request the policies deny (mcpd's own code, in
+/// the implementation-defined range).
+pub const POLICY_DENIED: ErrorCode = ErrorCode(-32003);
 
 /// `r` must be covered by `p`'s scopes: the required ones, the endpoint's,
 /// the method's and, for `tools/call`, the tool's and its upstream's.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix_web::HttpRequest;
-use mcpd_core::caller::ToolFilter;
+use mcpd_core::caller::Visibility;
 use mcpd_protocol::jsonrpc::Request;
 use mcpd_telemetry::Metrics;
 
@@ -47,13 +47,31 @@ pub(super) async fn admit(
     match *auth {}
 }
 
-pub(super) fn tool_filter(
+pub(super) fn tenant(p: &Principal) -> Option<Arc<str>> {
+    match *p {}
+}
+
+pub(super) fn visibility(
     auth: &Arc<Authenticator>,
     _: &Principal,
-    _: &Arc<HashMap<String, Vec<String>>>,
-    _: &str,
-) -> Option<ToolFilter> {
+    _: Option<&Arc<dyn Policy>>,
+    _: &crate::naming::Names,
+    _: (&Arc<HashMap<String, Vec<String>>>, &str),
+) -> Option<Visibility> {
     match **auth {}
+}
+
+/// Per-call policies need auth: none exists in this build.
+pub trait Policy: Send + Sync {}
+
+pub(super) fn check_policy(
+    _: &dyn Policy,
+    (_, p): (&Authenticator, &Principal),
+    _: &mcpd_protocol::jsonrpc::Request,
+    _: &crate::naming::Names,
+    _: &Metrics,
+) -> Result<(), HttpError> {
+    match *p {}
 }
 
 pub(super) fn check_request(

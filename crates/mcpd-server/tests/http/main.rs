@@ -89,6 +89,7 @@ mod matrix;
 mod metrics;
 mod node;
 mod overload;
+mod policy;
 mod post;
 mod prometheus;
 mod quota;

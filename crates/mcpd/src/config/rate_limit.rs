@@ -40,7 +40,8 @@ pub struct RuleConfig {
     /// `mcpd_quota_refused_total{limit}` (letters, digits, `-`, `_`, `.`).
     pub name: String,
     /// `principal` (default: each caller its own bucket; anonymous callers
-    /// by client address) or `all` (one bucket for everyone).
+    /// by client address), `tenant` (one bucket per tenant, with
+    /// `auth.tenant_claim`) or `all` (one bucket for everyone).
     #[serde(default = "principal")]
     pub per: String,
     /// Only calls of these tools (`name` or `prefix*`, as the client names
@@ -99,10 +100,10 @@ impl RateLimitSection {
             if !names.insert(r.name.as_str()) {
                 return Err(bad(&at("name"), format!("{:?} is used twice", r.name)));
             }
-            if !matches!(r.per.as_str(), "principal" | "all") {
+            if !matches!(r.per.as_str(), "principal" | "tenant" | "all") {
                 return Err(bad(
                     &at("per"),
-                    format!("{:?}: \"principal\" or \"all\"", r.per),
+                    format!("{:?}: \"principal\", \"tenant\" or \"all\"", r.per),
                 ));
             }
             if !r.requests_per_second.is_finite() || r.requests_per_second <= 0.0 {
@@ -139,6 +140,7 @@ impl RateLimitSection {
                 name: r.name.clone(),
                 per: match r.per.as_str() {
                     "all" => Per::All,
+                    "tenant" => Per::Tenant,
                     _ => Per::Principal,
                 },
                 tools: r.tools.clone(),

@@ -85,7 +85,7 @@ async fn a_caller_who_cannot_see_the_tool_cannot_see_its_task() {
     let alice = principal("alice");
     let id = tasks.create("slow", &alice).await.unwrap().task.id.clone();
     let filtered = Caller {
-        tools: Some(Arc::new(|name: &str| name != "slow")),
+        sees: Some(Arc::new(|_, _, name: &str| name != "slow")),
         ..alice
     };
     assert!(is_unknown(get(&tasks, &id, &filtered).await));
