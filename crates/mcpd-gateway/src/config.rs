@@ -102,6 +102,11 @@ pub struct UpstreamConfig {
     /// replica stays ready for everything else it serves.
     #[serde(default)]
     pub required: bool,
+    /// The header each call's HTTP request carries the caller's tenant in
+    /// (`auth.tenant_header`, set by mcpd when tenants are on; not a key
+    /// of `[[upstream]]`).
+    #[serde(skip)]
+    pub tenant_header: Option<String>,
 }
 
 mod defaults {
@@ -151,6 +156,7 @@ impl UpstreamConfig {
             prefix: None,
             tasks: true,
             scopes: Vec::new(),
+            tenant_header: None,
             required: false,
         }
     }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{Protocol, Share, UpstreamConfig};
-use crate::link::wire::{meta_mut, PARAM_HEADERS_KEY, PASS_TASKS_KEY};
+use crate::link::wire::{meta_mut, OUTBOUND_HEADERS_KEY, PARAM_HEADERS_KEY, PASS_TASKS_KEY};
 use crate::pool::Pool;
 use crate::trace;
 use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
@@ -258,6 +258,15 @@ impl Upstream {
                         meta.insert(PARAM_HEADERS_KEY.into(), Value::Object(h));
                     }
                 }
+            }
+        }
+        // The caller's tenant, in the header the upstream is told it in.
+        let tenant = ctx.as_ref().and_then(|c| c.caller().tenant.clone());
+        if let (Some(name), Some(tenant)) = (&self.cfg.tenant_header, tenant) {
+            if let Some(meta) = meta_mut(params.get_or_insert_with(JsonObject::new)) {
+                let mut h = JsonObject::new();
+                h.insert(name.clone(), Value::from(&*tenant));
+                meta.insert(OUTBOUND_HEADERS_KEY.into(), Value::Object(h));
             }
         }
         // The client's Tasks declaration goes upstream only to an upstream

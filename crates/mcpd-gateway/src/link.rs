@@ -61,9 +61,13 @@ impl Link {
         })
     }
 
-    pub fn send(&self, msg: Message) {
+    pub fn send(&self, mut msg: Message) {
         match self {
-            Self::Stdio(s) => s.send(&msg),
+            Self::Stdio(s) => {
+                // A child has no headers.
+                wire::take_outbound_of(&mut msg);
+                s.send(&msg)
+            }
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
             }

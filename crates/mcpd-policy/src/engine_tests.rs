@@ -9,6 +9,19 @@ use serde_json::{json, Map, Value};
 
 use crate::load::load;
 
+/// The policy of the worked example under `heading` in docs/security.md,
+/// verbatim: the guide's examples are what these tests decide.
+fn example(heading: &str) -> String {
+    let doc = include_str!("../../../docs/security.md");
+    let at = doc
+        .find(&format!("#### Worked example: {heading}"))
+        .unwrap_or_else(|| panic!("no worked example {heading:?}"));
+    let rest = &doc[at..];
+    let start = rest.find("```cedar\n").expect("a cedar block") + "```cedar\n".len();
+    let end = rest[start..].find("```").expect("the block's end");
+    rest[start..start + end].to_owned()
+}
+
 fn engine(text: &str) -> super::Engine {
     let d = std::env::temp_dir().join(format!("mcpd-engine-{}-{}", std::process::id(), text.len()));
     std::fs::create_dir_all(&d).unwrap();
@@ -41,34 +54,31 @@ fn tool<'a>(name: &'a str, server: &'a str, args: Option<&'a Map<String, Value>>
     }
 }
 
-const ANALYSTS: &str = r#"
-@id("everyone-reads")
-permit(principal, action == Mcp::Action::"resources/read", resource);
-
-@id("analysts-read-only")
-permit(principal, action == Mcp::Action::"tools/call", resource)
-  when { principal.hasTag("groups") && principal.getTag("groups").contains("analysts")
-         && (resource.name like "*search*" || resource.name like "*get*") };
-
-@id("admins")
-permit(principal, action, resource)
-  when { principal.hasTag("groups") && principal.getTag("groups").contains("admins") };
-"#;
-
-/// Read-only analysts: their group's tools and reads only; admins all.
+/// Read-only analysts: their reading tools and reads only; admins all.
 #[test]
 fn analysts_call_only_reading_tools() {
-    let e = engine(ANALYSTS);
+    let e = engine(&example("read-only analysts"));
     let ann = user("ann", json!({"groups": ["analysts"]}), &[], None);
     let bob = user("bob", json!({"groups": "admins"}), &[], None);
     let eve = user("eve", json!({}), &[], None);
     let args = Map::new();
     let yes = e.decide(&ann, &tool("crm__search_accounts", "crm", Some(&args)));
     assert!(yes.allowed);
-    assert_eq!(yes.policies, ["analysts-read-only"]);
+    assert_eq!(yes.policies, ["analysts-read"]);
     let no = e.decide(&ann, &tool("crm__delete_account", "crm", Some(&args)));
     assert!(!no.allowed);
-    assert!(no.policies.is_empty(), "nothing permitted it: {no:?}");
+    assert_eq!(no.policies, ["no-writes-for-analysts"]);
+    let unknown = e.decide(&ann, &tool("crm__merge", "crm", Some(&args)));
+    assert!(!unknown.allowed);
+    assert!(
+        unknown.policies.is_empty(),
+        "nothing permitted it: {unknown:?}"
+    );
+    assert!(
+        !e.decide(&ann, &tool("crm__delete_account", "crm", None))
+            .allowed,
+        "not listed"
+    );
     assert!(
         e.decide(&bob, &tool("crm__delete_account", "crm", Some(&args)))
             .allowed
@@ -90,21 +100,7 @@ fn analysts_call_only_reading_tools() {
 /// any tool; a scope-carrying forbid names the scope that lifts it.
 #[test]
 fn one_team_s_upstream_and_the_scope_that_lifts_a_denial() {
-    let e = engine(
-        r#"
-@id("all-tools")
-permit(principal, action == Mcp::Action::"tools/call", resource);
-
-@id("payments-team-only")
-forbid(principal, action, resource in Mcp::Server::"payments")
-  unless { principal.hasTag("team") && principal.getTag("team").contains("payments") };
-
-@id("refunds-need-scope")
-@scope("payments:refund")
-forbid(principal, action, resource == Mcp::Tool::"payments__refund")
-  unless { principal.scopes.contains("payments:refund") };
-"#,
-    );
+    let e = engine(&example("one team's upstream"));
     let pat = user("pat", json!({"team": "payments"}), &[], None);
     let sam = user("sam", json!({"team": "search"}), &[], None);
     let none = Map::new();
@@ -112,6 +108,11 @@ forbid(principal, action, resource == Mcp::Tool::"payments__refund")
     assert!(!d.allowed);
     assert_eq!(d.policies, ["payments-team-only"]);
     assert_eq!(d.scope, None);
+    assert!(
+        !e.decide(&sam, &tool("payments__charge", "payments", None))
+            .allowed,
+        "not listed"
+    );
     assert!(
         e.decide(&sam, &tool("search__find", "search", Some(&none)))
             .allowed
@@ -134,26 +135,12 @@ forbid(principal, action, resource == Mcp::Tool::"payments__refund")
     );
 }
 
-/// Per-tenant isolation: a tenant argument must be the caller's own; a
-/// call without it, or with another tenant's, is denied; lists show the
-/// tool (no arguments then).
+/// Per-tenant isolation: a tenant argument must be the caller's own;
+/// another tenant's is denied; lists show the tool (no arguments then);
+/// one tenant's upstream is closed to the others.
 #[test]
 fn a_tenant_argument_must_be_the_caller_s_tenant() {
-    let e = engine(
-        r#"
-@id("tools")
-permit(principal, action == Mcp::Action::"tools/call", resource);
-
-@id("own-tenant-only")
-forbid(principal, action == Mcp::Action::"tools/call", resource)
-  unless { context.listing ||
-           (context.arguments.hasTag("tenant") && context.arguments.getTag("tenant") == principal.tenant) };
-
-@id("acme-upstream")
-forbid(principal, action, resource in Mcp::Server::"acme-db")
-  unless { principal in Mcp::Tenant::"acme" };
-"#,
-    );
+    let e = engine(&example("per-tenant isolation"));
     let a = user("u1", json!({}), &[], Some("acme"));
     let g = user("u1", json!({}), &[], Some("globex"));
     let own = json!({"tenant": "acme", "q": 3});
@@ -168,8 +155,9 @@ forbid(principal, action, resource in Mcp::Server::"acme-db")
         (false, &["own-tenant-only".to_string()][..])
     );
     assert!(
-        !e.decide(&a, &tool("report", "mcpd", Some(&Map::new())))
-            .allowed
+        e.decide(&a, &tool("report", "mcpd", Some(&Map::new())))
+            .allowed,
+        "no tenant argument"
     );
     assert!(
         e.decide(&a, &tool("report", "mcpd", None)).allowed,
@@ -177,6 +165,10 @@ forbid(principal, action, resource in Mcp::Server::"acme-db")
     );
     assert!(e.decide(&a, &tool("acme-db__q", "acme-db", None)).allowed);
     assert!(!e.decide(&g, &tool("acme-db__q", "acme-db", None)).allowed);
+    assert!(
+        !e.decide(&g, &tool("acme-db__q", "acme-db", Some(&Map::new())))
+            .allowed
+    );
 }
 
 /// Claims of every shape: numbers and booleans as text, objects left out.

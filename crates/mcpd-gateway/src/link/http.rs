@@ -98,7 +98,7 @@ impl HttpLink {
     }
 
     /// POSTs one message; whatever comes back goes to the actor.
-    pub async fn post(self: Arc<Self>, msg: Message) {
+    pub async fn post(self: Arc<Self>, mut msg: Message) {
         let (request_id, is_init) = match &msg {
             Message::Request(r) => (Some(r.id.clone()), r.method == methods::INITIALIZE),
             _ => (None, false),
@@ -142,12 +142,13 @@ impl HttpLink {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),
             _ => None,
         };
-        let sent = self
+        let mut post = self
             .request(reqwest::Method::POST)
-            .header("content-type", "application/json")
-            .body(msg.to_json())
-            .send()
-            .await;
+            .header("content-type", "application/json");
+        for (k, v) in super::wire::take_outbound_of(&mut msg) {
+            post = post.header(k, v);
+        }
+        let sent = post.body(msg.to_json()).send().await;
         let fail = |why: String| {
             if is_init {
                 self.reporter.down(why);

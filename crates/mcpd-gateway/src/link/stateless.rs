@@ -26,8 +26,8 @@ use super::decode::read;
 use super::pipe::PipeWire;
 use super::report::Reporter;
 use super::wire::{
-    call_id, client_of, complete, envelope, headers, is_sse, meta_mut, outcome_of, text_json,
-    ParamHeaders, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
+    call_id, client_of, complete, envelope, headers, is_sse, meta_mut, outcome_of, take_outbound,
+    text_json, ParamHeaders, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
 };
 use crate::config::UpstreamConfig;
 
@@ -223,6 +223,7 @@ impl StatelessLink {
         round.sent += 1;
         let mut params = round.params.clone().unwrap_or_default();
         let mut param_headers = None;
+        let outbound = take_outbound(&mut params);
         if let Some(m) = meta_mut(&mut params) {
             param_headers = m.remove(PARAM_HEADERS_KEY);
             // What the call's client declared, not more: the upstream must
@@ -244,7 +245,13 @@ impl StatelessLink {
         let body =
             json!({"jsonrpc": "2.0", "id": wire_id, "method": round.method, "params": params});
         let exchange = Abortable::new(
-            self.exchange(id, &round.method, &params, &body, param_headers.as_ref()),
+            self.exchange(
+                id,
+                &round.method,
+                &params,
+                &body,
+                (param_headers.as_ref(), &outbound),
+            ),
             registration,
         );
         let outcome = exchange.await;
@@ -273,7 +280,7 @@ impl StatelessLink {
         method: &str,
         params: &JsonObject,
         body: &Value,
-        param_headers: Option<&Value>,
+        (param_headers, outbound): (Option<&Value>, &[(String, String)]),
     ) -> Result<Value, ErrorObject> {
         let http = match &self.via {
             Via::Http(http) => http,
@@ -291,9 +298,13 @@ impl StatelessLink {
                 return Err(self.failed("the process ended before the answer".into()));
             }
         };
-        let res = http
+        let mut post = http
             .post_json(method, Some(params), body)
-            .headers_for_params(param_headers)
+            .headers_for_params(param_headers);
+        for (k, v) in outbound {
+            post = post.header(k, v);
+        }
+        let res = post
             .send()
             .await
             .map_err(|e| self.failed(format!("cannot reach {}: {e}", http.url)))?;

@@ -28,6 +28,10 @@ pub const PARAM_HEADERS_KEY: &str = "mcpd/paramHeaders";
 /// that runs its own tasks, a call mcpd does not run as a task); without
 /// it the actor takes the extension out of the declared capabilities.
 pub const PASS_TASKS_KEY: &str = "mcpd/passTasks";
+/// Where the gateway puts, in a call's `params._meta`, the headers the
+/// call's HTTP request carries besides the upstream's own (the caller's
+/// tenant): every link takes them off, and an HTTP one sends them.
+pub const OUTBOUND_HEADERS_KEY: &str = "mcpd/headers";
 /// Most rounds of questions one call may take before it fails.
 pub(crate) const MAX_ROUNDS: u32 = 10;
 
@@ -100,6 +104,31 @@ impl ParamHeaders for reqwest::RequestBuilder {
             self = self.header(format!("mcp-param-{name}"), header_value(&text));
         }
         self
+    }
+}
+
+/// Takes the call's own headers ([`OUTBOUND_HEADERS_KEY`]) off `params`
+/// (and a `_meta` left empty by it).
+pub(crate) fn take_outbound(params: &mut JsonObject) -> Vec<(String, String)> {
+    let Some(Value::Object(meta)) = params.get_mut("_meta") else {
+        return Vec::new();
+    };
+    let Some(Value::Object(h)) = meta.remove(OUTBOUND_HEADERS_KEY) else {
+        return Vec::new();
+    };
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+    h.into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+        .collect()
+}
+
+/// [`take_outbound`] of a request message.
+pub(crate) fn take_outbound_of(msg: &mut Message) -> Vec<(String, String)> {
+    match msg {
+        Message::Request(r) => r.params.as_mut().map(take_outbound).unwrap_or_default(),
+        _ => Vec::new(),
     }
 }
 

@@ -109,6 +109,7 @@ mod store_cost;
 mod tasks;
 mod tasks_notify;
 mod tasks_scaleout;
+mod tenants;
 mod tool_macro;
 mod tracing;
 

@@ -24,6 +24,13 @@ impl Upstreams {
         if !config.tasks.enabled {
             upstreams.iter_mut().for_each(|u| u.tasks = false);
         }
+        // With tenants, each call tells its upstream the caller's tenant.
+        let a = &config.auth;
+        if a.enabled && a.tenant_claim.is_some() && !a.tenant_header.is_empty() {
+            for u in &mut upstreams {
+                u.tenant_header = Some(a.tenant_header.clone());
+            }
+        }
         let gateway = mcpd_gateway::Gateway::start(&upstreams, server.metrics.clone());
         server.upstreams = gateway.by_id();
         Self(gateway)
