@@ -59,12 +59,20 @@ KUBE_MIN = "1.30.0"
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "HTTPRoute"}
 # Sections the chart writes that mcpd is gaining; a check-config failure
 # naming one of them is reported as such.
-NEW_SECTIONS = ("auth", "tls", "rate_limit", "tracing", "skills")
+NEW_SECTIONS = ("auth", "tls", "rate_limit", "tracing", "skills", "policy")
 MANIFEST_HEADER = (
     "# Generated from helm/mcpd with values-production.yaml (release {release}, namespace {ns})\n"
     "# by scripts/check-deploy.sh --write-manifests. Do not edit: change the chart\n"
     "# or the values and re-run it.\n"
 )
+
+# [auth] values that pass the chart's checks, for sets that need auth on.
+AUTH = {"enabled": True, "resource": "https://mcp.example.com/mcp", "issuer": "https://auth.example.com",
+        "authorizationServers": ["https://auth.example.com"],
+        "jwksUrl": "https://auth.example.com/.well-known/jwks.json"}
+# What check-config's stand-in for a mounted policy ConfigMap holds (mcpd
+# refuses a policy directory without a .cedar file).
+PLACEHOLDER_POLICY = '@id("placeholder")\npermit(principal, action == Mcp::Action::"resources/read", resource);\n'
 
 # Cached: every validate() call would otherwise re-read the definitions.
 kv.schema_contents = functools.lru_cache(maxsize=None)(kv.schema_contents)
@@ -245,7 +253,8 @@ def labels_match(selector, labels):
 def scenarios():
     """Name -> values. Every example values file, the defaults, two sets
     that reach the templates' other branches, the defaults with the chart's
-    Ingress (nginx, HAProxy), and with skills from each kind of source."""
+    Ingress (nginx, HAProxy), with skills from each kind of source, and
+    with Cedar policies from a ConfigMap (reloaded, and loaded once)."""
     return {
         "default": {},
         "dev": load_values("values-dev.yaml"),
@@ -299,6 +308,13 @@ def scenarios():
         # Skills from any other volume (a PVC holding the whole tree), loaded once.
         "skills-volume": {"skills": {"enabled": True, "reloadSecs": 0,
                                      "volume": {"persistentVolumeClaim": {"claimName": "mcpd-skills"}}}},
+        # Cedar policies from a ConfigMap, reloaded every 30 s, with tenants
+        # told to upstreams in a header of our own.
+        "policy-configmap": {"auth": dict(AUTH, tenantClaim="org_id", tenantHeader="X-Tenant"),
+                             "policy": {"enabled": True, "reloadSecs": 30, "configMap": {"name": "mcpd-policies"}}},
+        # Loaded once, at start; tenants without the header.
+        "policy-load-once": {"auth": dict(AUTH, tenantClaim="tid", tenantHeader=""),
+                             "policy": {"enabled": True, "reloadSecs": 0, "configMap": {"name": "mcpd-policies"}}},
     }
 
 
@@ -478,11 +494,13 @@ def check_shutdown(objs):
 def check_config_accepted(objs, bin_path):
     """The ConfigMap's mcpd.toml, with the container's environment, passes
     `mcpd --check-config`. Files mcpd reads from mounted Secrets get
-    placeholders of the right kind; other mounted directories (the skills,
-    which mcpd requires to exist) get local stand-ins, with a placeholder
-    file for each ConfigMap item."""
+    placeholders of the right kind; other mounted directories (the skills
+    and the policies, which mcpd requires to exist) get local stand-ins, with
+    a placeholder file for each ConfigMap item, and a placeholder policy in
+    a directory policy.files names (mcpd refuses one without a .cedar file)."""
     need(bin_path.is_file() and os.access(bin_path, os.X_OK), f"{bin_path} not found: build mcpd (cargo build -p mcpd-server) or set MCPD_BIN")
-    text, _ = mcpd_config(objs)
+    text, cfg = mcpd_config(objs)
+    policy_dirs = {f.rstrip("/") for f in cfg.get("policy", {}).get("files", [])}
     deploy = one(objs, "Deployment")
     c = mcpd_container(deploy)
     with tempfile.TemporaryDirectory(prefix="mcpd-check-") as tmp:
@@ -499,6 +517,8 @@ def check_config_accepted(objs, bin_path):
             for item in vol.get("configMap", {}).get("items", []):
                 (local / item["path"]).parent.mkdir(parents=True, exist_ok=True)
                 (local / item["path"]).write_text("placeholder\n")
+            if m["mountPath"].rstrip("/") in policy_dirs:
+                (local / "placeholder.cedar").write_text(PLACEHOLDER_POLICY)
             # The mount point as a whole string ("/etc/mcpd/skills") or a
             # path's prefix ("/etc/mcpd/tls/tls.crt").
             text = re.sub(r'(?<=")' + re.escape(m["mountPath"].rstrip("/")) + r'(?=[/"])', str(local), text)
@@ -626,6 +646,68 @@ def check_skills(rendered, objs, values):
     else:
         want = dict(s["volume"], name=m["name"])
         need(vol == want, f"the skills volume is {vol}, not skills.volume {want}")
+
+
+def check_policy(rendered, objs, values):
+    """With policy.enabled, the ConfigMap policy.configMap.name is mounted
+    read-only and whole (no subPath, which the kubelet never updates; no
+    items, which would hide a new key) at the one directory mcpd.toml's
+    policy.files names, with policy.reload_secs from policy.reloadSecs, and
+    [auth] is on. Without it, nothing is mounted and no [policy] is written
+    (other than a user's own mcpd.config.policy), and NOTES warns when a
+    ConfigMap is named anyway."""
+    merged = deep_merge(chart_defaults(), values)
+    p = merged["policy"]
+    _, cfg = mcpd_config(objs)
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    volumes = {v["name"]: v for v in pod_spec(deploy)["volumes"]}
+    notes = next((t for path, t in rendered.items() if path.endswith("NOTES.txt")), "")
+    warned = "policy.enabled is false" in notes
+    if not p["enabled"]:
+        own = (merged["mcpd"]["config"] or {}).get("policy", {})
+        need(cfg.get("policy", {}) == own, f"policy.enabled is false, but mcpd.toml has [policy] {cfg.get('policy')}")
+        named = [n for n, v in volumes.items() if n == "policies"
+                 or (p["configMap"]["name"] and v.get("configMap", {}).get("name") == p["configMap"]["name"])]
+        need(not named, f"policy.enabled is false, but the policy volume is mounted ({named})")
+        need(warned == bool(p["configMap"]["name"]),
+             f"NOTES {'warns' if warned else 'does not warn'} that policy.enabled is false "
+             f"(policy.configMap.name is {'set' if p['configMap']['name'] else 'not set'})")
+        return
+    need(not warned, "NOTES warns that policy.enabled is false, but it is true")
+    need(cfg.get("auth", {}).get("enabled") is True, "policy.enabled without [auth] enabled: mcpd refuses [policy]")
+    files = cfg.get("policy", {}).get("files", [])
+    need(len(files) == 1, f"policy.enabled, but mcpd.toml's policy.files is {files!r} (want the one mounted directory)")
+    policy_dir = files[0].rstrip("/")
+    mounts = [m for m in c.get("volumeMounts", []) if m["mountPath"].rstrip("/") == policy_dir]
+    need(len(mounts) == 1, f"policy.files {files[0]} is not where a volume is mounted (found {len(mounts)} mounts)")
+    m = mounts[0]
+    need(m.get("readOnly") is True, f"the policy volume is mounted at {policy_dir} without readOnly: true")
+    need(not m.get("subPath"), "the policy volume is mounted with subPath: the kubelet never updates it, so edits would not be reloaded")
+    vol = volumes.get(m["name"], {})
+    want = {"name": p["configMap"]["name"]}
+    need(vol.get("configMap") == want, f"the policy volume is {vol}, not the whole ConfigMap {want}")
+    need(cfg["policy"].get("reload_secs") == p["reloadSecs"],
+         f"policy.reload_secs is {cfg['policy'].get('reload_secs')}, policy.reloadSecs {p['reloadSecs']}")
+    need(f"ConfigMap {p['configMap']['name']}" in notes, "NOTES does not name the policy ConfigMap")
+
+
+def check_tenant(objs, values):
+    """With auth on, auth.tenantClaim becomes auth.tenant_claim (left out
+    when empty: no tenants) and auth.tenantHeader auth.tenant_header ("" too:
+    no header)."""
+    a = deep_merge(chart_defaults(), values)["auth"]
+    _, cfg = mcpd_config(objs)
+    auth = cfg.get("auth", {})
+    if not a["enabled"]:
+        need(not {"tenant_claim", "tenant_header"} & set(auth), f"auth.enabled is false, but [auth] has {auth}")
+        return
+    need(auth.get("tenant_claim", "") == a["tenantClaim"],
+         f"auth.tenantClaim {a['tenantClaim']!r} but mcpd.toml has tenant_claim {auth.get('tenant_claim')!r}")
+    # mcpd's default is left out (the ConfigMap, and so the pods, unchanged).
+    need(auth.get("tenant_header", "X-Mcpd-Tenant") == a["tenantHeader"]
+         and ("tenant_header" in auth) == (a["tenantHeader"] != "X-Mcpd-Tenant"),
+         f"auth.tenantHeader {a['tenantHeader']!r} but mcpd.toml has tenant_header {auth.get('tenant_header')!r}")
 
 
 def check_ingress_sse(objs, values):
@@ -1019,6 +1101,8 @@ def main():
         r.run(f"client-ip[{name}]", check_client_ip, rendered, objs, values)
         r.run(f"helm-test[{name}]", check_helm_test, objs, values)
         r.run(f"skills[{name}]", check_skills, rendered, objs, values)
+        r.run(f"policy[{name}]", check_policy, rendered, objs, values)
+        r.run(f"tenant[{name}]", check_tenant, objs, values)
         r.run(f"check-config[{name}]", check_config_accepted, objs, bin_path)
 
     r.run("refuse.memory-store-replicas", expect_render_error, {"replicaCount": 3},
@@ -1054,6 +1138,19 @@ def main():
     r.run("refuse.skills-dir-in-config", expect_render_error,
           {"skills": {"enabled": True, "volume": {"emptyDir": {}}}, "mcpd": {"config": {"skills": {"dir": "/srv/skills"}}}},
           "remove mcpd.config.skills.dir")
+    r.run("refuse.policy-without-auth", expect_render_error,
+          {"policy": {"enabled": True, "configMap": {"name": "mcpd-policies"}}},
+          "policy.enabled needs auth.enabled", "mcpd refuses [policy] without [auth]")
+    r.run("refuse.policy-without-configmap", expect_render_error, {"auth": AUTH, "policy": {"enabled": True}},
+          "policy.enabled needs policy.configMap.name", "kubectl create configmap mcpd-policies --from-file=analysts.cedar")
+    r.run("refuse.policy-files-in-config", expect_render_error,
+          {"auth": AUTH, "policy": {"enabled": True, "configMap": {"name": "mcpd-policies"}},
+           "mcpd": {"config": {"policy": {"files": ["/srv/policies"]}}}},
+          "remove mcpd.config.policy.files")
+    r.run("schema.policy-configmap-items", check_schema_rejects,
+          {"policy": {"enabled": True, "configMap": {"name": "mcpd-policies", "items": [{"key": "a.cedar", "path": "a.cedar"}]}}},
+          "/policy/configMap")
+    r.run("schema.bad-tenant-header", check_schema_rejects, {"auth": {"tenantHeader": "X Tenant"}}, "/auth/tenantHeader")
     r.run("schema.skills-item-outside-folder", check_schema_rejects,
           {"skills": {"enabled": True, "configMap": {"name": "mcpd-skills", "items": [{"key": "a", "path": "SKILL.md"}]}}},
           "/skills/configMap/items/0/path")

@@ -149,6 +149,11 @@ chart (HAProxy: see ingress.yaml), else empty.
 /etc/mcpd/skills
 {{- end }}
 
+{{/* Where the policy ConfigMap is mounted (policy.files). */}}
+{{- define "mcpd.policyDir" -}}
+/etc/mcpd/policies
+{{- end }}
+
 {{/* The public URL of the MCP endpoint (auth.resource), derived when unset. */}}
 {{- define "mcpd.resourceUrl" -}}
 {{- if .Values.auth.resource }}
@@ -233,6 +238,17 @@ the Deployment (so `helm install` and `helm template` both stop).
 {{- fail (printf "\n\nmcpd: skills.enabled sets skills.dir to %s, where the skills are mounted; remove mcpd.config.skills.dir." (include "mcpd.skillsDir" .)) }}
 {{- end }}
 {{- end }}
+{{- if .Values.policy.enabled }}
+{{- if not .Values.auth.enabled }}
+{{- fail "\n\nmcpd: policy.enabled needs auth.enabled: a Cedar policy decides per principal (the token's subject, claims and tenant), and mcpd refuses [policy] without [auth]. Turn on auth (docs/operations.md, \"Auth\"), or set policy.enabled=false." }}
+{{- end }}
+{{- if not .Values.policy.configMap.name }}
+{{- fail (printf "\n\nmcpd: policy.enabled needs policy.configMap.name, an existing ConfigMap whose keys are NAME.cedar policy files (mounted at %s). Create one, e.g.\n  kubectl create configmap mcpd-policies --from-file=analysts.cedar\nand set policy.configMap.name=mcpd-policies." (include "mcpd.policyDir" .)) }}
+{{- end }}
+{{- if hasKey (.Values.mcpd.config.policy | default dict) "files" }}
+{{- fail (printf "\n\nmcpd: policy.enabled sets policy.files to [%q], where the ConfigMap is mounted; remove mcpd.config.policy.files." (include "mcpd.policyDir" .)) }}
+{{- end }}
+{{- end }}
 {{- $tgps := include "mcpd.terminationGracePeriodSeconds" . | int }}
 {{- $needed := add (int .Values.lifecycle.preStopSleepSeconds) (int .Values.mcpd.shutdownGraceSeconds) }}
 {{- if le $tgps $needed }}
@@ -309,6 +325,8 @@ first, then sub-tables, both sorted; null values are left out (unset).
 {{- if $v.auth.toolScopes }}{{ $_ := set $auth "tool_scopes" $v.auth.toolScopes }}{{ end }}
 {{- if $v.auth.introspection.url }}{{ $_ := set $auth "introspection_url" $v.auth.introspection.url }}{{ $_ := set $auth "introspection_client_id" $v.auth.introspection.clientId }}{{ end }}
 {{- $_ := set $auth "dpop" $v.auth.dpop }}
+{{- if $v.auth.tenantClaim }}{{ $_ := set $auth "tenant_claim" $v.auth.tenantClaim }}{{ end }}
+{{- if ne $v.auth.tenantHeader "X-Mcpd-Tenant" }}{{ $_ := set $auth "tenant_header" $v.auth.tenantHeader }}{{ end }}
 {{- $_ := set $cfg "auth" $auth }}
 {{- end }}
 {{- if $v.tls.enabled }}
@@ -326,6 +344,9 @@ first, then sub-tables, both sorted; null values are left out (unset).
 {{- if $rl }}{{ $_ := set $cfg "rate_limit" $rl }}{{ end }}
 {{- if $v.skills.enabled }}
 {{- $_ := set $cfg "skills" (dict "dir" (include "mcpd.skillsDir" .) "reload_secs" (int $v.skills.reloadSecs)) }}
+{{- end }}
+{{- if $v.policy.enabled }}
+{{- $_ := set $cfg "policy" (dict "files" (list (include "mcpd.policyDir" .)) "reload_secs" (int $v.policy.reloadSecs)) }}
 {{- end }}
 {{- if $v.tracing.enabled }}
 {{- $_ := set $cfg "tracing" (dict "otlp_endpoint" $v.tracing.otlpEndpoint "service_name" ($v.tracing.serviceName | default (include "mcpd.fullname" .)) "sample_ratio" $v.tracing.sampleRatio) }}
