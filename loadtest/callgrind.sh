@@ -19,7 +19,12 @@
 # SCENARIO=sessions measures a session's whole life instead of a call
 # (initialize + notifications/initialized + DELETE, 32 workers looping),
 # printed per session.
-# Loopback only; needs valgrind (apt-get install -y valgrind).
+# AUTH=1 runs mcpd with auth on (a fresh RSA key of this run; every request
+# carries a JWT signed with it, whose `groups` claim is `analysts`);
+# POLICY=FILE adds that Cedar policy file (`[policy]`, auth implied): the
+# pair measures what the policy adds to an authenticated call
+# (loadtest/policy-20.cedar: 20 rules).
+# Loopback only; needs valgrind (apt-get install -y valgrind) and openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -36,6 +41,23 @@ TOOL_ARGS=(--tool echo --arguments '{"message":"hello"}')
 [ "${TOOL:-echo}" = countdown ] && TOOL_ARGS=(--tool countdown --arguments '{"steps":1,"interval_ms":0}' --progress)
 LOAD_ARGS=(--sessions 32 --concurrency 1 "${TOOL_ARGS[@]}"); UNIT=call
 [ "${SCENARIO:-calls}" = sessions ] && { LOAD_ARGS=(--scenario sessions --sessions 4 --concurrency 8); UNIT=session; }
+MCPD_ARGS=()
+if [ -n "${AUTH:-}${POLICY:-}" ]; then
+  openssl genrsa -out "$TMP/key.pem" 2048 2>/dev/null
+  openssl rsa -in "$TMP/key.pem" -pubout -out "$TMP/pub.pem" 2>/dev/null
+  b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+  head=$(printf '{"alg":"RS256","typ":"JWT"}' | b64url)
+  body=$(printf '{"iss":"https://as.invalid","sub":"load","aud":"http://127.0.0.1/mcp","scope":"mcp","groups":["analysts"],"exp":%d}' "$(( $(date +%s) + 86400 ))" | b64url)
+  sig=$(printf '%s.%s' "$head" "$body" | openssl dgst -sha256 -sign "$TMP/key.pem" | b64url)
+  LOAD_ARGS+=(--header "authorization: Bearer $head.$body.$sig")
+  {
+    printf '[auth]\nenabled = true\nresource = "http://127.0.0.1/mcp"\n'
+    printf 'authorization_servers = ["https://as.invalid"]\nissuer = "https://as.invalid"\n'
+    printf 'key_files = ["%s"]\n' "$TMP/pub.pem"
+    [ -n "${POLICY:-}" ] && printf '[policy]\nfiles = ["%s"]\nreload_secs = 0\n' "$(realpath "$POLICY")"
+  } > "$TMP/auth.toml"
+  MCPD_ARGS=(--config "$TMP/auth.toml")
+fi
 
 run() {  # run SECONDS: prints "instructions memset_instructions calls"
   local secs=$1 out="$TMP/cg.$1"

@@ -22,7 +22,7 @@ under_valgrind() {
   local out=$1 err=$2; shift 2
   MCPD_RATE_LIMIT_SESSIONS_PER_MINUTE=0 MCPD_LIMITS_MAX_SESSIONS_PER_CLIENT=100000 \
   MCPD_SERVER_WORKERS=1 MCPD_LOG_LEVEL=warn valgrind "$@" \
-    "$MCPD" --listen 127.0.0.1:0 "${STORE_ARGS[@]}" >"$out" 2>"$err" &
+    "$MCPD" --listen 127.0.0.1:0 "${STORE_ARGS[@]}" ${MCPD_ARGS[@]+"${MCPD_ARGS[@]}"} >"$out" 2>"$err" &
   PID=$!
   URL=""
   for _ in $(seq 600); do URL=$(sed -n 's/^mcpd listening on //p' "$out"); [ -n "$URL" ] && break; sleep 0.1; done

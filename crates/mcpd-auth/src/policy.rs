@@ -51,7 +51,7 @@ pub struct Ask<'a> {
 pub struct Decision {
     pub allowed: bool,
     /// The policies that decided (a denial with none: nothing permitted it).
-    pub policies: Vec<String>,
+    pub policies: std::sync::Arc<[String]>,
     /// A scope that would lift the denial: named by a deciding `forbid`'s
     /// `@scope("…")` annotation, when the principal lacks it.
     pub scope: Option<String>,

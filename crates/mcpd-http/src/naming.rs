@@ -29,10 +29,14 @@ impl Names {
 
 /// `name` as `/mcp` lists it: an upstream's (`upstream`: routed there by
 /// `server_id` or the endpoint) with that upstream's prefix.
-pub fn listed(prefixes: &HashMap<String, String>, upstream: Option<&str>, name: &str) -> String {
+pub fn listed<'a>(
+    prefixes: &HashMap<String, String>,
+    upstream: Option<&str>,
+    name: &'a str,
+) -> std::borrow::Cow<'a, str> {
     match upstream.and_then(|id| prefixes.get(id)) {
-        Some(prefix) => format!("{prefix}{name}"),
-        None => name.to_owned(),
+        Some(prefix) => format!("{prefix}{name}").into(),
+        None => name.into(),
     }
 }
 

@@ -11,6 +11,7 @@ use cedar_policy::{
 };
 use mcpd_auth::{Ask, Decision, Principal, Target};
 
+use crate::cache::{self, Decisions, Tags};
 use crate::values;
 
 /// The schema's entity types and actions, parsed once.
@@ -56,6 +57,10 @@ pub struct Engine {
     names: Names,
     authorizer: Authorizer,
     files: usize,
+    /// The tags the policies name: only those are made into Cedar values.
+    tags: Tags,
+    /// The decisions made, by question.
+    decisions: Decisions,
 }
 
 impl std::fmt::Debug for Engine {
@@ -72,12 +77,15 @@ fn uid(ty: &EntityTypeName, id: &str) -> EntityUid {
 }
 
 impl Engine {
-    pub(crate) fn new(policies: PolicySet, files: usize) -> Self {
+    /// `text`: the policies' source (where the tags they name are read).
+    pub(crate) fn new(policies: PolicySet, files: usize, text: &str) -> Self {
         Self {
             policies,
             names: Names::new(),
             authorizer: Authorizer::new(),
             files,
+            tags: Tags::of(text),
+            decisions: Decisions::default(),
         }
     }
 
@@ -142,6 +150,7 @@ impl Engine {
         let tags = principal
             .claims
             .iter()
+            .filter(|(k, _)| self.tags.wants(k))
             .filter_map(|(k, v)| values::claim(v).map(|e| (k.clone(), e)));
         let text = |e: &dyn std::fmt::Display| e.to_string();
         entities
@@ -155,8 +164,13 @@ impl Engine {
             .map_err(|x| text(&x))?,
         );
         entities.push(
-            Entity::new_with_tags(args.clone(), [], [], values::arguments(ask.arguments))
-                .map_err(|x| text(&x))?,
+            Entity::new_with_tags(
+                args.clone(),
+                [],
+                [],
+                values::arguments(ask.arguments).filter(|(k, _)| self.tags.wants(k)),
+            )
+            .map_err(|x| text(&x))?,
         );
         entities.push(Entity::with_uid(server));
         let entities = Entities::from_entities(entities, None).map_err(|x| text(&x))?;
@@ -178,14 +192,26 @@ impl Engine {
 
     /// Whether `principal` may do what `ask` asks. A policy that fails to
     /// evaluate denies (fail closed), named among the deciding ones.
+    /// The same question again is answered from memory.
     pub fn decide(&self, principal: &Principal, ask: &Ask<'_>) -> Decision {
+        let key = cache::key(principal, ask, &self.tags);
+        if let Some(d) = self.decisions.get(&key) {
+            return d;
+        }
+        let d = self.evaluate(principal, ask);
+        self.decisions.put(key, &d);
+        d
+    }
+
+    /// [`Engine::decide`], by Cedar.
+    fn evaluate(&self, principal: &Principal, ask: &Ask<'_>) -> Decision {
         let (request, entities) = match self.question(principal, ask) {
             Ok(b) => b,
             Err(e) => {
                 tracing::warn!(error = %e, "a policy question could not be put to Cedar: denied");
                 return Decision {
                     allowed: false,
-                    policies: Vec::new(),
+                    policies: Vec::new().into(),
                     scope: None,
                 };
             }
@@ -223,7 +249,7 @@ impl Engine {
         };
         Decision {
             allowed,
-            policies,
+            policies: policies.into(),
             scope,
         }
     }

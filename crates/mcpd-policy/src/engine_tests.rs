@@ -64,10 +64,10 @@ fn analysts_call_only_reading_tools() {
     let args = Map::new();
     let yes = e.decide(&ann, &tool("crm__search_accounts", "crm", Some(&args)));
     assert!(yes.allowed);
-    assert_eq!(yes.policies, ["analysts-read"]);
+    assert_eq!(&*yes.policies, ["analysts-read"]);
     let no = e.decide(&ann, &tool("crm__delete_account", "crm", Some(&args)));
     assert!(!no.allowed);
-    assert_eq!(no.policies, ["no-writes-for-analysts"]);
+    assert_eq!(&*no.policies, ["no-writes-for-analysts"]);
     let unknown = e.decide(&ann, &tool("crm__merge", "crm", Some(&args)));
     assert!(!unknown.allowed);
     assert!(
@@ -106,7 +106,7 @@ fn one_team_s_upstream_and_the_scope_that_lifts_a_denial() {
     let none = Map::new();
     let d = e.decide(&sam, &tool("payments__charge", "payments", Some(&none)));
     assert!(!d.allowed);
-    assert_eq!(d.policies, ["payments-team-only"]);
+    assert_eq!(&*d.policies, ["payments-team-only"]);
     assert_eq!(d.scope, None);
     assert!(
         !e.decide(&sam, &tool("payments__charge", "payments", None))
@@ -151,7 +151,7 @@ fn a_tenant_argument_must_be_the_caller_s_tenant() {
     assert!(e.decide(&a, &tool("report", "mcpd", Some(&own))).allowed);
     let d = e.decide(&a, &tool("report", "mcpd", Some(&other)));
     assert_eq!(
-        (d.allowed, d.policies.as_slice()),
+        (d.allowed, &*d.policies),
         (false, &["own-tenant-only".to_string()][..])
     );
     assert!(
@@ -207,4 +207,44 @@ permit(principal, action, resource)
         unreachable!()
     };
     assert!(!e.decide(&p, &tool("t", "mcpd", Some(&forged))).allowed);
+}
+
+/// A decision is remembered by everything the policies can see: the same
+/// subject with other claims or scopes, or the same call with other
+/// arguments, is decided again.
+#[test]
+fn a_remembered_decision_is_for_the_same_question_only() {
+    let e = engine(&example("read-only analysts"));
+    let none = Map::new();
+    let call = tool("crm__search", "crm", Some(&none));
+    let ann = user("x", json!({"groups": ["analysts"]}), &[], None);
+    let eve = user("x", json!({"groups": ["sales"]}), &[], None);
+    for _ in 0..2 {
+        assert!(e.decide(&ann, &call).allowed);
+        assert!(!e.decide(&eve, &call).allowed);
+    }
+    let t = engine(&example("per-tenant isolation"));
+    let a = user("u", json!({}), &[], Some("acme"));
+    let (Value::Object(own), Value::Object(other)) =
+        (json!({"tenant": "acme"}), json!({"tenant": "globex"}))
+    else {
+        unreachable!()
+    };
+    for _ in 0..2 {
+        assert!(t.decide(&a, &tool("r", "mcpd", Some(&own))).allowed);
+        assert!(!t.decide(&a, &tool("r", "mcpd", Some(&other))).allowed);
+    }
+    let p = engine(&example("one team's upstream"));
+    let pat = user("pat", json!({"team": "payments"}), &[], None);
+    let pat_scoped = user(
+        "pat",
+        json!({"team": "payments"}),
+        &["payments:refund"],
+        None,
+    );
+    let refund = tool("payments__refund", "payments", Some(&none));
+    for _ in 0..2 {
+        assert!(!p.decide(&pat, &refund).allowed);
+        assert!(p.decide(&pat_scoped, &refund).allowed);
+    }
 }

@@ -77,7 +77,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Engine, String> {
         let (file, text) = &sources[origin.get(e.policy_id()).copied().unwrap_or(0)];
         return Err(render(file, text, e));
     }
-    Ok(Engine::new(set, sources.len()))
+    let text: String = sources.iter().map(|(_, t)| t.as_str()).collect();
+    Ok(Engine::new(set, sources.len(), &text))
 }
 
 /// A policy path's files: itself, or a directory's `.cedar` files (a
