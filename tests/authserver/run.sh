@@ -44,7 +44,7 @@ mkdir -p "$CACHE/logs"
 CACHE="$(cd "$CACHE" && pwd)"
 LOGS="$CACHE/logs"
 SCENARIOS=("$@")
-[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(capped uncapped opaque dpop)
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(capped uncapped opaque dpop gateway)
 
 # record, run_client
 . "$INTEROP/clients.sh"
@@ -159,5 +159,64 @@ EOF
     stop_all
 }
 
-for s in "${SCENARIOS[@]}"; do run_scenario "$s"; done
+# ---- mcpd as a gateway with credentials of its own (#34) ------------------------------------------
+# One AS for two resources: the gateway's and an upstream mcpd's (which takes only tokens for itself).
+# The gateway reaches the upstream with a client-credentials token (private_key_jwt, the endpoint
+# found from the upstream's metadata), with the caller's token exchanged (RFC 8693), and with a
+# wrong secret; gateway_check.py calls through it and reads the upstream's audit log.
+run_gateway() {
+    local gw up issuer i
+    gw="$(free_port)" up="$(free_port)"
+    env AS_PORT=0 AS_RESOURCE="http://127.0.0.1:$gw/mcp,http://127.0.0.1:$up/mcp" node "$CACHE/node/server.mjs" \
+        >"$LOGS/gateway.as.out" 2>"$LOGS/gateway.as.err" &
+    PIDS+=("$!")
+    for i in $(seq 100); do grep -q '^authserver listening on ' "$LOGS/gateway.as.out" && break; sleep 0.1; done
+    issuer="$(sed -n 's/^authserver listening on //p' "$LOGS/gateway.as.out")"
+    if [ -z "$issuer" ]; then
+        record "FAIL gateway/oauth:setup: the authorization server did not start: $(tail -c 300 "$LOGS/gateway.as.err" | tr '\n' ' ')"
+        stop_all
+        return
+    fi
+    curl -fsS "${issuer%/}/_test/info" | python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin)["client_credentials_jwt_client"]["private_key_pem"])' \
+        >"$LOGS/gateway.ccj.pem"
+    local auth
+    auth() { printf '[auth]\nenabled = true\nresource = "http://127.0.0.1:%s/mcp"\nauthorization_servers = ["%s"]\nissuer = "%s"\njwks_url = "%s/jwks"\nrequired_scopes = ["mcp:tools"]\nscopes_supported = ["mcp:tools"]\n' "$1" "$issuer" "$issuer" "${issuer%/}"; }
+    { printf '[server]\nlisten = "127.0.0.1:%s"\n' "$up"; auth "$up"; } >"$LOGS/gateway.up.toml"
+    {
+        printf '[server]\nlisten = "127.0.0.1:%s"\ntoolset = "none"\n' "$gw"; auth "$gw"
+        printf '[[upstream]]\nid = "cc"\nurl = "http://127.0.0.1:%s/mcp"\n' "$up"
+        printf '[upstream.credentials]\ntype = "client_credentials"\nclient_id = "mcp-cc-jwt-client"\nprivate_key_file = "%s"\nsigning_alg = "ES256"\nscope = "mcp:tools"\n' "$LOGS/gateway.ccj.pem"
+        # The upstream binds its sessions to their principal: each downstream session its own.
+        printf '[[upstream]]\nid = "tx"\nurl = "http://127.0.0.1:%s/mcp"\nshare = "session"\n' "$up"
+        printf '[upstream.credentials]\ntype = "token_exchange"\nclient_id = "mcpd-exchanger"\nclient_secret_env = "MCPD_TEST_TX_SECRET"\nscope = "mcp:tools"\n'
+        printf '[[upstream]]\nid = "tx26"\nurl = "http://127.0.0.1:%s/mcp"\nprotocol = "stateless"\n' "$up"
+        printf '[upstream.credentials]\ntype = "token_exchange"\nclient_id = "mcpd-exchanger"\nclient_secret_env = "MCPD_TEST_TX_SECRET"\nscope = "mcp:tools"\n'
+        printf '[[upstream]]\nid = "bad"\nurl = "http://127.0.0.1:%s/mcp"\naggregate = false\n' "$up"
+        printf '[upstream.credentials]\ntype = "client_credentials"\nclient_id = "mcp-cc-client"\nclient_secret = "not-the-secret"\n'
+    } >"$LOGS/gateway.gw.toml"
+    "$MCPD_BIN" --config "$LOGS/gateway.up.toml" >"$LOGS/gateway.up.out" 2>"$LOGS/gateway.up.err" &
+    PIDS+=("$!")
+    MCPD_TEST_TX_SECRET=mcpd-exchanger-secret "$MCPD_BIN" --config "$LOGS/gateway.gw.toml" \
+        >"$LOGS/gateway.gw.out" 2>"$LOGS/gateway.gw.err" &
+    PIDS+=("$!")
+    for i in $(seq 100); do
+        grep -q '^mcpd listening on ' "$LOGS/gateway.up.out" && grep -q '^mcpd listening on ' "$LOGS/gateway.gw.out" && break
+        sleep 0.1
+    done
+    if ! grep -q '^mcpd listening on ' "$LOGS/gateway.gw.out"; then
+        record "FAIL gateway/oauth:setup: mcpd did not start: $(tail -c 300 "$LOGS/gateway.gw.err" "$LOGS/gateway.up.err" | tr '\n' ' ')"
+        stop_all
+        return
+    fi
+    run_client "gateway/" "$LOGS/gateway.check.out" env AS_ISSUER="$issuer" GW_URL="http://127.0.0.1:$gw/mcp" \
+        UP_LOG="$LOGS/gateway.up.err" python3 "$HERE/gateway_check.py"
+    stop_all
+}
+
+for s in "${SCENARIOS[@]}"; do
+    case "$s" in
+        gateway) run_gateway ;;
+        *) run_scenario "$s" ;;
+    esac
+done
 finish

@@ -14,6 +14,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 
 const env = process.env;
 const list = v => String(v ?? '').split(/[\s,]+/).filter(Boolean);
@@ -50,6 +51,23 @@ const CC = {
     client_id: env.AS_CC_CLIENT_ID || 'mcp-cc-client',
     client_secret: env.AS_CC_CLIENT_SECRET || 'mcp-cc-client-secret',
     scope: env.AS_CC_SCOPE ?? SCOPES.join(' ')
+};
+
+// RFC 8693: a confidential client (mcpd as a gateway) that trades a token this AS issued for one
+// whose aud is another AS_RESOURCE.
+const TX = {
+    client_id: env.AS_TX_CLIENT_ID || 'mcpd-exchanger',
+    client_secret: env.AS_TX_CLIENT_SECRET || 'mcpd-exchanger-secret'
+};
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const AT_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
+// private_key_jwt client_credentials client (ES256); its private key PEM is in the info line.
+const CCJ_PAIR = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const CCJ = {
+    client_id: env.AS_CCJ_CLIENT_ID || 'mcp-cc-jwt-client',
+    private_key_pem: CCJ_PAIR.privateKey.export({ format: 'pem', type: 'pkcs8' }),
+    public_jwk: { ...CCJ_PAIR.publicKey.export({ format: 'jwk' }), alg: 'ES256', use: 'sig', kid: 'ccj-1' }
 };
 
 if (!Number.isInteger(PORT) || PORT < 0 || PORT > 65535) fail(`AS_PORT: not a port: ${env.AS_PORT}`);
@@ -182,7 +200,27 @@ function buildProvider(issuer) {
                 redirect_uris: [],
                 token_endpoint_auth_method: 'client_secret_basic'
             }
+            ,
+            {
+                ...TX,
+                client_name: 'mcpd gateway (token exchange)',
+                grant_types: [TOKEN_EXCHANGE, 'client_credentials'],
+                response_types: [],
+                redirect_uris: [],
+                token_endpoint_auth_method: 'client_secret_basic'
+            },
+            {
+                client_id: CCJ.client_id,
+                client_name: 'client_credentials, private_key_jwt',
+                grant_types: ['client_credentials'],
+                response_types: [],
+                redirect_uris: [],
+                token_endpoint_auth_method: 'private_key_jwt',
+                token_endpoint_auth_signing_alg: 'ES256',
+                jwks: { keys: [CCJ.public_jwk] }
+            }
         ],
+        extraTokenClaims: async (_ctx, token) => (token.gty === 'token-exchange' ? { act: { sub: token.clientId } } : undefined),
         scopes,
         claims: { openid: ['sub'] },
         findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
@@ -243,7 +281,65 @@ function buildProvider(issuer) {
     ]) {
         provider.on(event, (ctx, err) => log(event, ctx, err));
     }
+    registerTokenExchange(provider);
     return provider;
+}
+
+// ---- RFC 8693 token exchange ---------------------------------------------------------------
+const publicJwk = ({ d, p, q, dp, dq, qi, ...pub }) => pub;
+async function subjectOf(provider, token) {
+    if (token.split('.').length === 3) {
+        const jwks = createLocalJWKSet({ keys: keys.map(publicJwk) });
+        const { payload } = await jwtVerify(token, jwks, { issuer: provider.issuer, typ: 'at+jwt' });
+        return payload;
+    }
+    const found = (await provider.AccessToken.find(token)) ?? (await provider.ClientCredentials.find(token));
+    if (!found || found.isExpired) throw new Error('unknown or expired token');
+    return { sub: found.accountId ?? found.clientId, scope: found.scope, aud: found.aud, exp: found.exp, cnf: found.jkt ? { jkt: found.jkt } : undefined };
+}
+function registerTokenExchange(provider) {
+    const params = ['audience', 'resource', 'scope', 'requested_token_type', 'subject_token', 'subject_token_type', 'actor_token', 'actor_token_type'];
+    provider.registerGrantType(
+        TOKEN_EXCHANGE,
+        async ctx => {
+            const p = ctx.oidc.params;
+            if (!p.subject_token) throw new errors.InvalidRequest('missing required parameter subject_token');
+            if (![AT_TYPE, JWT_TYPE].includes(p.subject_token_type)) throw new errors.InvalidRequest(`unsupported subject_token_type ${p.subject_token_type}`);
+            if (p.requested_token_type !== undefined && p.requested_token_type !== AT_TYPE) throw new errors.InvalidRequest('only access tokens are issued');
+            if (p.actor_token !== undefined) throw new errors.InvalidRequest('actor_token is not supported');
+            const targets = [p.resource, p.audience].flat().filter(v => v !== undefined);
+            if (targets.length !== 1) throw new errors.InvalidTarget('name exactly one resource (or audience)');
+            const [target] = targets;
+            if (!RESOURCES.includes(target)) throw new errors.InvalidTarget(`unknown resource ${target}`);
+            let subject;
+            try {
+                subject = await subjectOf(provider, p.subject_token);
+            } catch (e) {
+                throw new errors.InvalidGrant(`subject_token: ${e.message}`);
+            }
+            if (subject.cnf) throw new errors.InvalidGrant('subject_token is sender-constrained');
+            const info = resourceServerInfo(target);
+            const held = new Set(String(subject.scope ?? '').split(' ').filter(Boolean));
+            const offered = new Set(info.scope.split(' '));
+            const asked = p.scope ? p.scope.split(' ') : [...held];
+            for (const s of asked) if (p.scope && !held.has(s)) throw new errors.InvalidScope('requested scope exceeds the subject token', s);
+            const scope = asked.filter(s => offered.has(s)).join(' ') || undefined;
+            const left = subject.exp - Math.floor(Date.now() / 1000);
+            const token = new provider.AccessToken({
+                accountId: subject.sub,
+                client: ctx.oidc.client,
+                scope,
+                gty: 'token-exchange',
+                expiresIn: Math.max(1, Math.min(info.accessTokenTTL, left))
+            });
+            token.resourceServer = new provider.ResourceServer(target, info);
+            ctx.oidc.entity('AccessToken', token);
+            const value = await token.save();
+            ctx.body = { access_token: value, issued_token_type: AT_TYPE, token_type: token.tokenType, expires_in: token.expiration, ...(scope ? { scope } : {}) };
+        },
+        params,
+        ['audience', 'resource']
+    );
 }
 
 // ---- headless login + consent: the interaction finishes at once for ACCOUNT -----------------------
@@ -285,6 +381,8 @@ function info() {
         metadata: [`${base}/.well-known/oauth-authorization-server`, `${base}/.well-known/openid-configuration`],
         introspection_client: INTROSPECTOR,
         client_credentials_client: CC,
+        token_exchange_client: TX,
+        client_credentials_jwt_client: { client_id: CCJ.client_id, private_key_pem: CCJ.private_key_pem, alg: 'ES256' },
         resources: RESOURCES,
         scopes: SCOPES,
         token_format: TOKEN_FORMAT,

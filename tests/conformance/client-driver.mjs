@@ -44,7 +44,8 @@ async function startGateway() {
   writeFileSync(
     toml,
     `[server]\ntoolset = "none"\n[[upstream]]\nid = "fx"\nurl = "${target}"\n` +
-      `protocol = "${modern ? "stateless" : "session"}"\naggregate = false\n`,
+      `protocol = "${modern ? "stateless" : "session"}"\naggregate = false\n` +
+      credentials(),
   );
   const err = openSync(join(logDir, `${scenario.replaceAll("/", "_")}-${version}.mcpd.log`), "a");
   mcpd = spawn(process.env.MCPD_BIN, ["--config", toml, "--listen", "127.0.0.1:0"], {
@@ -66,6 +67,24 @@ async function startGateway() {
   });
   mcpd.stdout.resume();
   return `${url}/fx`;
+}
+
+// mcpd's credentials towards the upstream, as the client auth scenarios give them (their token
+// endpoint is found from the upstream's metadata).
+function credentials() {
+  const id = context.client_id;
+  if (scenario === "auth/client-credentials-basic") {
+    return `[upstream.credentials]\ntype = "client_credentials"\nclient_id = "${id}"\nclient_secret = "${context.client_secret}"\n`;
+  }
+  if (scenario === "auth/client-credentials-jwt") {
+    const pem = join(logDir, `client-credentials-jwt-${version}.pem`);
+    writeFileSync(pem, `${context.private_key_pem}\n`);
+    return (
+      `[upstream.credentials]\ntype = "client_credentials"\nclient_id = "${id}"\n` +
+      `private_key_file = "${pem}"\nsigning_alg = "${context.signing_algorithm ?? "ES256"}"\n`
+    );
+  }
+  return "";
 }
 
 // ---- reading a response: JSON or SSE ---------------------------------------------------------
@@ -293,6 +312,14 @@ const scenarios = {
     const focal = tools.find((t) => t.name === "json_schema_2020_12_tool");
     if (!focal) fail(`no json_schema_2020_12_tool in ${JSON.stringify(tools.map((t) => t.name))}`);
     ok(await c.request("tools/call", { name: "json_schema_echo", arguments: { schema: focal.inputSchema } }), "echo");
+  },
+  async "auth/client-credentials-jwt"() {
+    const c = await client();
+    ok(await eventually(() => c.request("tools/list", {})), "tools/list");
+  },
+  async "auth/client-credentials-basic"() {
+    const c = await client();
+    ok(await eventually(() => c.request("tools/list", {})), "tools/list");
   },
   async "elicitation-sep1034-client-defaults"() {
     const c = await client();

@@ -41,6 +41,10 @@ pub struct Caller {
     /// tenants are on: part of `principal` already (so everything it owns
     /// is the tenant's), and what a tool or an upstream is told.
     pub tenant: Option<Arc<str>>,
+    /// The caller's access token, kept only when an upstream is called
+    /// with it (exchanged, or passed through: `[upstream.credentials]`);
+    /// never logged.
+    pub bearer: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Caller {

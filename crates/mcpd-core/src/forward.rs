@@ -21,8 +21,12 @@ use crate::context::RequestContext;
 pub trait Forward: Send + Sync + 'static {
     /// The upstream's `initialize` result (capabilities, serverInfo,
     /// instructions), connecting first if needed; for a pass-through
-    /// server's own `initialize`.
-    async fn handshake(&self, session: Option<&str>) -> Result<Value, ErrorObject>;
+    /// server's own `initialize` (`session`, made by `caller`).
+    async fn handshake(
+        &self,
+        session: Option<&str>,
+        caller: Option<&crate::Caller>,
+    ) -> Result<Value, ErrorObject>;
 
     /// Answers one request: the upstream's result, unchanged, or its error.
     async fn request(

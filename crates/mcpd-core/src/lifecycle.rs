@@ -251,7 +251,7 @@ impl Lifecycle {
         // A pass-through server answers with its upstream's identity.
         let upstream = match &self.server.forward_all {
             Some(f) => Some(
-                f.handshake(Some(id.as_str()))
+                f.handshake(Some(id.as_str()), Some(caller))
                     .await
                     .map_err(InitializeError::Upstream)?,
             ),

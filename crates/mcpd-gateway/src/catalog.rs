@@ -166,7 +166,7 @@ impl Catalog {
         let init: InitializeResult = read(
             &self.up,
             methods::INITIALIZE,
-            self.up.handshake(None).await?,
+            self.up.handshake(None, None).await?,
         )?;
         let caps = &init.capabilities;
         let tools = match caps.tools {

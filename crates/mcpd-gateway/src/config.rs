@@ -2,9 +2,12 @@
 //! or a remote Streamable HTTP endpoint.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::credentials::{Credentials, CredentialsConfig};
 
 /// Whether downstream sessions share one upstream connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -107,6 +110,15 @@ pub struct UpstreamConfig {
     /// of `[[upstream]]`).
     #[serde(skip)]
     pub tenant_header: Option<String>,
+    /// What mcpd presents to this upstream (`[upstream.credentials]`):
+    /// nothing beyond `headers` by default; never the client's token
+    /// unless `type = "pass_through"`.
+    #[serde(default)]
+    pub credentials: CredentialsConfig,
+    /// `credentials`, ready (secrets read, the token cache): made by
+    /// [`UpstreamConfig::ready`] when the upstream starts.
+    #[serde(skip)]
+    pub auth: Option<Arc<Credentials>>,
 }
 
 mod defaults {
@@ -157,6 +169,8 @@ impl UpstreamConfig {
             tasks: true,
             scopes: Vec::new(),
             tenant_header: None,
+            credentials: CredentialsConfig::default(),
+            auth: None,
             required: false,
         }
     }
@@ -223,6 +237,7 @@ impl UpstreamConfig {
                 self.id, self.url
             ));
         }
+        Credentials::new(&self.id, &self.url, &self.credentials)?;
         if self.max_sessions == 0 || self.request_timeout_secs == 0 || self.pool_size == 0 {
             return Err(format!(
                 "upstream {:?}: max_sessions, pool_size and request_timeout_secs must be > 0",
@@ -230,6 +245,17 @@ impl UpstreamConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Its credentials made ready (their secrets read again: a mounted
+    /// Secret may have changed since the configuration was checked). One
+    /// that no longer reads is logged, and the upstream gets none.
+    pub fn ready(mut self) -> Self {
+        match Credentials::new(&self.id, &self.url, &self.credentials) {
+            Ok(c) => self.auth = c,
+            Err(e) => tracing::error!(upstream = %self.id, "{e}: no credentials are sent"),
+        }
+        self
     }
 
     pub fn request_timeout(&self) -> Duration {

@@ -188,7 +188,11 @@ impl Upstream {
             .push(sink);
     }
 
-    fn actor_for(&self, session: Option<&str>) -> Result<Addr<UpstreamActor>, ErrorObject> {
+    fn actor_for(
+        &self,
+        session: Option<&str>,
+        caller: Option<&mcpd_core::Caller>,
+    ) -> Result<Addr<UpstreamActor>, ErrorObject> {
         let session = match (self.cfg.share, session) {
             (Share::Session, Some(s)) => s,
             _ => return Ok(self.shared.clone()),
@@ -213,13 +217,17 @@ impl Upstream {
                 // A session's own child announcing list changes as it starts
                 // is not news for every session: only resource updates go on
                 // (the catalogue follows the shared connection).
-                UpstreamActor::new(
-                    self.cfg.clone(),
-                    self.quiet_sink(),
-                    self.health.clone(),
-                    false,
-                )
-                .start()
+                // The session's connection is its caller's: with the caller's
+                // token exchanged or passed, all its requests carry it.
+                let cfg = match (&self.cfg.auth, caller) {
+                    (Some(auth), Some(caller)) if auth.needs_caller_token() => {
+                        let mut cfg = (*self.cfg).clone();
+                        cfg.auth = Some(auth.bound_to(caller));
+                        Arc::new(cfg)
+                    }
+                    _ => self.cfg.clone(),
+                };
+                UpstreamActor::new(cfg, self.quiet_sink(), self.health.clone(), false).start()
             })
             .clone();
         Ok(addr)
@@ -260,13 +268,28 @@ impl Upstream {
                 }
             }
         }
-        // The caller's tenant, in the header the upstream is told it in.
-        let tenant = ctx.as_ref().and_then(|c| c.caller().tenant.clone());
-        if let (Some(name), Some(tenant)) = (&self.cfg.tenant_header, tenant) {
+        // The call's own headers: the caller's tenant, and the caller's
+        // token exchanged or passed on (`[upstream.credentials]`).
+        let mut own = JsonObject::new();
+        if let Some(c) = &ctx {
+            if let (Some(name), Some(tenant)) = (&self.cfg.tenant_header, &c.caller().tenant) {
+                own.insert(name.clone(), Value::from(&**tenant));
+            }
+            if let Some(creds) = &self.cfg.auth {
+                let header = creds.for_call(c.caller()).await.map_err(|why| {
+                    ErrorObject::new(
+                        ErrorCode::SERVER_ERROR,
+                        format!("Upstream server '{}': {why}", self.cfg.id),
+                    )
+                })?;
+                if let Some((name, value)) = header {
+                    own.insert(name, Value::from(value));
+                }
+            }
+        }
+        if !own.is_empty() {
             if let Some(meta) = meta_mut(params.get_or_insert_with(JsonObject::new)) {
-                let mut h = JsonObject::new();
-                h.insert(name.clone(), Value::from(&*tenant));
-                meta.insert(OUTBOUND_HEADERS_KEY.into(), Value::Object(h));
+                meta.insert(OUTBOUND_HEADERS_KEY.into(), Value::Object(own));
             }
         }
         // The client's Tasks declaration goes upstream only to an upstream
@@ -290,7 +313,7 @@ impl Upstream {
         };
         let addr = match &lease {
             Some(l) => l.addr.clone(),
-            None => self.actor_for(session.as_deref())?,
+            None => self.actor_for(session.as_deref(), ctx.as_ref().map(|c| c.caller()))?,
         };
         let span = trace::client_span(&self.cfg.id, method, params.as_ref());
         let params = trace::carry_context(params, &span);
@@ -336,8 +359,12 @@ fn fan_out(sinks: &Arc<RwLock<Vec<EventSink>>>) -> EventSink {
 
 #[async_trait]
 impl Forward for Upstream {
-    async fn handshake(&self, session: Option<&str>) -> Result<Value, ErrorObject> {
-        let addr = self.actor_for(session)?;
+    async fn handshake(
+        &self,
+        session: Option<&str>,
+        caller: Option<&mcpd_core::Caller>,
+    ) -> Result<Value, ErrorObject> {
+        let addr = self.actor_for(session, caller)?;
         upstream::handshake(&addr, &self.cfg.id).await
     }
 

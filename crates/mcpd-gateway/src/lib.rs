@@ -19,6 +19,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod credentials;
 pub mod forward;
 pub mod link;
 mod pool;
@@ -45,7 +46,7 @@ impl Gateway {
             upstreams: configs
                 .iter()
                 .cloned()
-                .map(|c| Upstream::start(c, metrics.clone()))
+                .map(|c| Upstream::start(c.ready(), metrics.clone()))
                 .collect(),
         }
     }

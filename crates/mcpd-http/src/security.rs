@@ -50,6 +50,9 @@ pub struct Security {
     /// Per-call policies (`[policy]`): asked before every call and about
     /// every listed item.
     pub policy: Option<Arc<dyn Policy>>,
+    /// Keep each caller's access token in its `Caller` (an upstream is
+    /// called with it, exchanged or passed through).
+    pub keep_bearer: bool,
     /// Header carrying the client IP when behind a proxy (its first
     /// address is used), e.g. `X-Real-IP`. Unset: the peer address.
     pub client_ip_header: Option<String>,
@@ -99,6 +102,10 @@ impl Security {
         let caller = Caller {
             principal: principal.as_ref().map(|p| Arc::from(p.key())),
             tenant: principal.as_ref().and_then(bearer::tenant),
+            bearer: match (self.keep_bearer, &principal) {
+                (true, Some(_)) => bearer::token_of(req),
+                _ => None,
+            },
             client: None,
             sees: match (&self.auth, &principal) {
                 (Some(auth), Some(p)) => bearer::visibility(
@@ -188,7 +195,7 @@ impl Security {
         };
         let who = self.client_key(access, req);
         let name_of = |r: &mcpd_protocol::jsonrpc::Request, name: &str| {
-            naming::listed(&self.names.prefixes, self.names.routed(r), name)
+            naming::listed(&self.names.prefixes, self.names.routed(r), name).into_owned()
         };
         let tenant = access.caller.tenant.as_deref();
         quotas.check(&who, tenant, messages, name_of, metrics).await

@@ -37,7 +37,9 @@ pub use admin::AdminSection;
 pub use auth::AuthSection;
 pub use cli::Cli;
 pub use error::ConfigError;
-pub use gateway::{upstream_prefixes, upstream_scopes, GatewaySection, Upstream};
+pub use gateway::{
+    upstream_prefixes, upstream_scopes, upstreams_take_caller_token, GatewaySection, Upstream,
+};
 pub use http::HttpSection;
 pub use limits::LimitsSection;
 pub use log::{LogFormat, LogSection};
@@ -218,7 +220,7 @@ impl Config {
         self.rate_limit.validate()?;
         self.auth.validate()?;
         self.policy.validate(self.auth.enabled)?;
-        let tenants = self.auth.enabled && self.auth.tenant_claim.is_some();
+        let tenants = self.auth.enabled && !self.auth.tenant_claim.is_empty();
         if let Some(i) = self.rate_limit.rule.iter().position(|r| r.per == "tenant") {
             if !tenants {
                 return Err(error::bad(

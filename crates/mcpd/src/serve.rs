@@ -104,6 +104,7 @@ pub(crate) fn serve_core(
         .map(|p| p as Arc<dyn mcpd_http::security::Policy>);
     #[cfg(not(feature = "policy"))]
     let policy = None;
+    let keep_bearer = crate::config::upstreams_take_caller_token(&config.upstream);
     let store = redis.clone();
     let (requests, sessions) = config.rate_limit.limiters();
     let (requests, sessions) = (requests.map(Arc::new), sessions.map(Arc::new));
@@ -129,6 +130,7 @@ pub(crate) fn serve_core(
             upstream_scopes: upstream_scopes.clone(),
             separator: config.gateway.separator.clone(),
             policy: policy.clone(),
+            keep_bearer,
         };
     let state = web::Data::new(AppState {
         node: node.clone(),

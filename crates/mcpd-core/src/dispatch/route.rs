@@ -132,7 +132,11 @@ mod tests {
 
     #[async_trait::async_trait]
     impl crate::Forward for Nowhere {
-        async fn handshake(&self, _: Option<&str>) -> Result<serde_json::Value, ErrorObject> {
+        async fn handshake(
+            &self,
+            _: Option<&str>,
+            _: Option<&crate::Caller>,
+        ) -> Result<serde_json::Value, ErrorObject> {
             unreachable!()
         }
         async fn request(

@@ -80,7 +80,11 @@ struct Nowhere(&'static str);
 
 #[async_trait::async_trait]
 impl crate::Forward for Nowhere {
-    async fn handshake(&self, _: Option<&str>) -> Result<Value, mcpd_protocol::ErrorObject> {
+    async fn handshake(
+        &self,
+        _: Option<&str>,
+        _: Option<&crate::Caller>,
+    ) -> Result<Value, mcpd_protocol::ErrorObject> {
         Ok(json!({}))
     }
     async fn request(

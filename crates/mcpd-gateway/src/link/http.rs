@@ -16,13 +16,15 @@ use serde_json::Value;
 use super::decode::read;
 use super::report::Reporter;
 use super::stateless::{Discovery, StatelessLink};
-use super::wire::{client_of, is_sse};
+use super::wire::{authorize, client_of, is_sse};
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {
     client: reqwest::Client,
     url: String,
     headers: Vec<(String, String)>,
+    /// `[upstream.credentials]`, when set.
+    creds: Option<Arc<crate::credentials::Credentials>>,
     /// `Mcp-Session-Id`, from the handshake's answer.
     session: Mutex<Option<String>>,
     /// `MCP-Protocol-Version`, from the handshake's result.
@@ -58,6 +60,7 @@ impl HttpLink {
             client,
             url: cfg.url.clone(),
             headers,
+            creds: cfg.auth.clone(),
             session: Mutex::default(),
             version: Mutex::default(),
             reporter,
@@ -142,13 +145,11 @@ impl HttpLink {
             Some(RequestId::Int(id)) => u64::try_from(id).ok(),
             _ => None,
         };
-        let mut post = self
+        let call = super::wire::take_outbound_of(&mut msg);
+        let post = self
             .request(reqwest::Method::POST)
             .header("content-type", "application/json");
-        for (k, v) in super::wire::take_outbound_of(&mut msg) {
-            post = post.header(k, v);
-        }
-        let sent = post.body(msg.to_json()).send().await;
+        let post = authorize(post, self.creds.as_deref(), &call).await;
         let fail = |why: String| {
             if is_init {
                 self.reporter.down(why);
@@ -164,13 +165,25 @@ impl HttpLink {
                 self.reporter.post(vec![answer], None);
             }
         };
-        let res = match sent {
+        let post = match post {
+            Ok(p) => p,
+            Err(why) => return fail(why),
+        };
+        let res = match post.body(msg.to_json()).send().await {
             Ok(r) => r,
             Err(e) => return fail(format!("cannot reach {}: {e}", self.url)),
         };
+        if res.status().as_u16() == 401 {
+            // A token it no longer takes: the next request fetches anew.
+            if let Some(c) = &self.creds {
+                c.refused();
+            }
+        }
         if res.status().as_u16() == 404 && !is_init && get(&self.session).is_some() {
             // The remote session is gone (the server restarted): the
-            // request never ran; the actor reconnects and sends it again.
+            // request never ran; the actor reconnects and sends it again,
+            // with its own headers.
+            super::wire::put_outbound(&mut msg, &call);
             self.reporter.session_ended(msg);
             return;
         }
@@ -236,7 +249,16 @@ impl HttpLink {
             self.standing.send_replace(true);
             return;
         }
-        let answered = self.request(reqwest::Method::GET).send().await;
+        let get = authorize(
+            self.request(reqwest::Method::GET),
+            self.creds.as_deref(),
+            &[],
+        )
+        .await;
+        let answered = match get {
+            Ok(get) => get.send().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
         self.standing.send_replace(true);
         if let Ok(res) = answered {
             if res.status().is_success() {
@@ -292,12 +314,13 @@ impl HttpLink {
                 return self.lost(related);
             }
             tokio::time::sleep(std::time::Duration::from_millis(retry_ms)).await;
-            res = match self
+            let get = self
                 .request(reqwest::Method::GET)
-                .header("last-event-id", from)
-                .send()
-                .await
-            {
+                .header("last-event-id", from);
+            let Ok(get) = authorize(get, self.creds.as_deref(), &[]).await else {
+                return self.lost(Some(request));
+            };
+            res = match get.send().await {
                 Ok(r) if r.status().is_success() => r,
                 _ => return self.lost(Some(request)),
             };

@@ -76,11 +76,13 @@ impl StatelessLink {
                 return true;
             }
         };
-        let Ok(res) = http
-            .post_json(methods::SUBSCRIPTIONS_LISTEN, None, &body)
-            .send()
+        let Ok(post) = http
+            .post_json(methods::SUBSCRIPTIONS_LISTEN, None, &body, &[])
             .await
         else {
+            return true;
+        };
+        let Ok(res) = post.send().await else {
             return true;
         };
         if !res.status().is_success() || !is_sse(&res) {

@@ -26,8 +26,9 @@ use super::decode::read;
 use super::pipe::PipeWire;
 use super::report::Reporter;
 use super::wire::{
-    call_id, client_of, complete, envelope, headers, is_sse, meta_mut, outcome_of, take_outbound,
-    text_json, ParamHeaders, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
+    authorize, call_id, client_of, complete, envelope, headers, is_sse, meta_mut, outcome_of,
+    take_outbound, text_json, ParamHeaders, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS,
+    PARAM_HEADERS_KEY,
 };
 use crate::config::UpstreamConfig;
 
@@ -52,18 +53,30 @@ pub(super) struct Http {
     client: reqwest::Client,
     pub(super) url: String,
     headers: Vec<(String, String)>,
+    /// `[upstream.credentials]`, when set.
+    creds: Option<Arc<crate::credentials::Credentials>>,
 }
 
 impl Http {
-    /// A POST of `body` with the revision's headers (`wire::headers`).
-    pub(super) fn post_json(
+    /// A POST of `body` with the revision's headers (`wire::headers`) and
+    /// the credentials (the call's own, `call`, else the connection's).
+    pub(super) async fn post_json(
         &self,
         method: &str,
         params: Option<&JsonObject>,
         body: &Value,
-    ) -> reqwest::RequestBuilder {
+        call: &[(String, String)],
+    ) -> Result<reqwest::RequestBuilder, String> {
         let b = self.client.post(&self.url);
-        headers(b, method, params, &self.headers).body(body.to_string())
+        let b = headers(b, method, params, &self.headers).body(body.to_string());
+        authorize(b, self.creds.as_deref(), call).await
+    }
+
+    /// The upstream refused a token (401): fetched anew next time.
+    pub(super) fn refused(&self, status: reqwest::StatusCode) {
+        if let (401, Some(c)) = (status.as_u16(), &self.creds) {
+            c.refused();
+        }
     }
 }
 
@@ -74,6 +87,7 @@ impl StatelessLink {
             client,
             url: cfg.url.clone(),
             headers,
+            creds: cfg.auth.clone(),
         };
         Self::over(Via::Http(http), reporter)
     }
@@ -135,12 +149,15 @@ impl StatelessLink {
             }
             Via::Http(http) => {
                 let res = http
-                    .post_json(methods::SERVER_DISCOVER, None, &body)
+                    .post_json(methods::SERVER_DISCOVER, None, &body, &[])
+                    .await
+                    .map_err(Discovery::Unreachable)?
                     .send()
                     .await
                     .map_err(|e| {
                         Discovery::Unreachable(format!("cannot reach {}: {e}", http.url))
                     })?;
+                http.refused(res.status());
                 (
                     res.status().is_success(),
                     res.text().await.unwrap_or_default(),
@@ -298,16 +315,15 @@ impl StatelessLink {
                 return Err(self.failed("the process ended before the answer".into()));
             }
         };
-        let mut post = http
-            .post_json(method, Some(params), body)
-            .headers_for_params(param_headers);
-        for (k, v) in outbound {
-            post = post.header(k, v);
-        }
-        let res = post
+        let res = http
+            .post_json(method, Some(params), body, outbound)
+            .await
+            .map_err(|e| self.failed(e))?
+            .headers_for_params(param_headers)
             .send()
             .await
             .map_err(|e| self.failed(format!("cannot reach {}: {e}", http.url)))?;
+        http.refused(res.status());
         let status = res.status();
         let is_sse = is_sse(&res);
         if !is_sse {

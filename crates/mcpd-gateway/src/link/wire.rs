@@ -132,6 +132,43 @@ pub(crate) fn take_outbound_of(msg: &mut Message) -> Vec<(String, String)> {
     }
 }
 
+/// `b` with the upstream's credentials: the call's own headers (`call`),
+/// and the connection's (`creds`) unless the call's replace them. `Err`:
+/// no token could be had (the reason, for the caller).
+pub(crate) async fn authorize(
+    mut b: reqwest::RequestBuilder,
+    creds: Option<&crate::credentials::Credentials>,
+    call: &[(String, String)],
+) -> Result<reqwest::RequestBuilder, String> {
+    if let Some(c) = creds {
+        if let Some((name, value)) = c.connection().await? {
+            if !call.iter().any(|(k, _)| k.eq_ignore_ascii_case(&name)) {
+                b = b.header(name, value);
+            }
+        }
+    }
+    for (k, v) in call {
+        b = b.header(k, v);
+    }
+    Ok(b)
+}
+
+/// Puts a call's own headers back on it (it is sent again).
+pub(crate) fn put_outbound(msg: &mut Message, call: &[(String, String)]) {
+    let Message::Request(r) = msg else { return };
+    if call.is_empty() {
+        return;
+    }
+    let params = r.params.get_or_insert_with(JsonObject::new);
+    if let Some(meta) = meta_mut(params) {
+        let h: JsonObject = call
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        meta.insert(OUTBOUND_HEADERS_KEY.into(), Value::Object(h));
+    }
+}
+
 /// Whether an answer is an SSE stream (else one JSON body).
 pub(crate) fn is_sse(res: &reqwest::Response) -> bool {
     res.headers()

@@ -93,6 +93,16 @@ pub(super) async fn admit(
     Ok(p)
 }
 
+/// The request's bearer token (not a DPoP-bound one: it is useless to
+/// anyone but its key's holder).
+pub(super) fn token_of(req: &HttpRequest) -> Option<Arc<str>> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| Arc::from(token.trim()))
+}
+
 /// The tenant `p`'s token names, when tenants are on.
 pub(super) fn tenant(p: &Principal) -> Option<Arc<str>> {
     p.tenant.as_deref().map(Arc::from)
@@ -118,7 +128,7 @@ pub(super) fn visibility(
         move |kind: Listed, upstream: Option<&str>, name: &str| {
             let listed = match kind {
                 Listed::Tool | Listed::Prompt => naming::listed(&prefixes, upstream, name),
-                Listed::Resource | Listed::Template => name.to_owned(),
+                Listed::Resource | Listed::Template => name.into(),
             };
             if hide && kind == Listed::Tool {
                 let scoped = auth.may_call(&p, &listed)
@@ -209,7 +219,7 @@ pub(super) fn check_policy(
         ));
     }
     metrics.auth_rejections.with_label_values(&["policy"]).inc();
-    let by = match d.policies.as_slice() {
+    let by = match &*d.policies {
         [] => "no policy permits it".to_owned(),
         ids => format!(
             "denied by the policy {}",

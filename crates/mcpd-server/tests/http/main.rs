@@ -112,6 +112,7 @@ mod tasks_scaleout;
 mod tenants;
 mod tool_macro;
 mod tracing;
+mod upstream_credentials;
 
 use std::time::Duration;
 

@@ -158,26 +158,12 @@ async fn one_tenant_s_sessions_tasks_calls_and_limits_are_not_another_s_on_any_r
 /// gateway's own requests (its handshake, its listing) carry none.
 #[tokio::test]
 async fn an_upstream_is_told_the_caller_s_tenant() {
-    let up = mcpd_testkit::StubServer::start(|r| {
-        let body: Value = serde_json::from_slice(&r.body).unwrap_or_default();
-        let result = match body["method"].as_str() {
-            Some("initialize") => json!({"protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}}, "serverInfo": {"name": "stub", "version": "1"}}),
-            Some("tools/list") => json!({"tools": [{"name": "whoami",
-                "inputSchema": {"type": "object"}}]}),
-            Some("tools/call") => json!({"content": [{"type": "text", "text": "ok"}]}),
-            Some(_) if body.get("id").is_some() => json!({}),
-            _ => return mcpd_testkit::StubResponse::status(202),
-        };
-        mcpd_testkit::StubResponse::json(
-            &json!({"jsonrpc": "2.0", "id": body["id"], "result": result}),
-        )
-    });
+    let up = crate::upstream_credentials::stub_upstream();
     let key = SigningKey::new("k1");
     let jwks = Jwks::serve(&[&key]);
     let url = format!("{}/mcp", up.url);
     let s = crate::auth::server(&jwks, move |c| {
-        c.auth.tenant_claim = Some("org_id".into());
+        c.auth.tenant_claim = "org_id".into();
         c.auth.tool_scopes.clear();
         let mut u = mcpd_gateway::UpstreamConfig::stdio("stub", "", &[]);
         u.command.clear();
@@ -186,27 +172,10 @@ async fn an_upstream_is_told_the_caller_s_tenant() {
     });
     let mut c = with_token(&s.client(), &token(&key, "u1", Some("acme")));
     c.initialize().await;
-    let mut answer = Value::Null;
-    for _ in 0..100 {
-        answer = c
-            .call(
-                "tools/call",
-                json!({"name": "stub__whoami", "arguments": {}}),
-            )
-            .await;
-        if answer["content"][0]["text"] == "ok" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let answer = crate::upstream_credentials::call_whoami(&c).await;
     assert_eq!(answer["content"][0]["text"], "ok", "{answer}");
     let seen = up.requests();
-    let method = |r: &mcpd_testkit::StubRequest| {
-        serde_json::from_slice::<Value>(&r.body).unwrap_or_default()["method"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let method = crate::upstream_credentials::method;
     let call = seen
         .iter()
         .find(|r| method(r) == "tools/call")

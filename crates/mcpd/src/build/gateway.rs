@@ -26,7 +26,7 @@ impl Upstreams {
         }
         // With tenants, each call tells its upstream the caller's tenant.
         let a = &config.auth;
-        if a.enabled && a.tenant_claim.is_some() && !a.tenant_header.is_empty() {
+        if a.enabled && !a.tenant_claim.is_empty() && !a.tenant_header.is_empty() {
             for u in &mut upstreams {
                 u.tenant_header = Some(a.tenant_header.clone());
             }

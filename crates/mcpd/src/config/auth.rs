@@ -106,11 +106,11 @@ pub struct AuthSection {
     /// How old a DPoP proof may be (its `iat`, plus the leeway).
     pub dpop_proof_max_age_secs: u64,
     /// The claim that names the caller's tenant, e.g. `org_id` or `tid`
-    /// (default none: no tenants). When set, every token must carry it (a
+    /// (default empty: no tenants). When set, every token must carry it (a
     /// string or number); sessions, tasks, parked calls, listen streams
     /// and limits are the tenant's, and upstream calls carry it in
     /// `tenant_header`.
-    pub tenant_claim: Option<String>,
+    pub tenant_claim: String,
     /// The header an upstream call carries the tenant in (default
     /// `X-Mcpd-Tenant`; `""`: not sent).
     pub tenant_header: String,
@@ -147,7 +147,7 @@ impl Default for AuthSection {
             audit_log: true,
             introspection_url: String::new(),
             introspection_client_id: String::new(),
-            tenant_claim: None,
+            tenant_claim: String::new(),
             tenant_header: "X-Mcpd-Tenant".into(),
             introspection_client_secret: String::new(),
             introspection_cache_secs: 60,
@@ -245,14 +245,10 @@ impl AuthSection {
         if self.leeway_seconds > 300 {
             return Err(bad("auth.leeway_seconds", "at most 300"));
         }
-        if self
-            .tenant_claim
-            .as_deref()
-            .is_some_and(|c| c.trim().is_empty())
-        {
+        if self.tenant_claim.trim() != self.tenant_claim {
             return Err(bad(
                 "auth.tenant_claim",
-                "must name a claim (or be left out)",
+                format!("{:?} has spaces around the claim's name", self.tenant_claim),
             ));
         }
         let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
@@ -372,7 +368,7 @@ impl AuthSection {
             introspection,
             dpop: self.dpop_mode().map_err(|e| bad("auth.dpop", e))?,
             dpop_max_age: Duration::from_secs(self.dpop_proof_max_age_secs),
-            tenant_claim: self.tenant_claim.clone(),
+            tenant_claim: Some(self.tenant_claim.clone()).filter(|c| !c.is_empty()),
         };
         Authenticator::new(config, keys)
             .map(Some)

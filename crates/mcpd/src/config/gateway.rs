@@ -105,6 +105,21 @@ pub(super) fn validate_upstreams(_: &[Upstream], _: &str) -> Result<(), ConfigEr
     Ok(())
 }
 
+/// Whether any upstream is called with the caller's own token (exchanged
+/// or passed through): the HTTP front then keeps each caller's token.
+pub fn upstreams_take_caller_token(upstreams: &[Upstream]) -> bool {
+    #[cfg(feature = "gateway")]
+    return upstreams.iter().any(|u| {
+        use mcpd_gateway::credentials::CredentialKind as K;
+        matches!(u.credentials.kind, K::TokenExchange | K::PassThrough)
+    });
+    #[cfg(not(feature = "gateway"))]
+    {
+        let _ = upstreams;
+        false
+    }
+}
+
 /// The scopes each upstream asks for, by id (those that ask for some).
 pub fn upstream_scopes(upstreams: &[Upstream]) -> std::collections::HashMap<String, Vec<String>> {
     #[cfg(feature = "gateway")]
