@@ -73,6 +73,8 @@ AUTH = {"enabled": True, "resource": "https://mcp.example.com/mcp", "issuer": "h
 # What check-config's stand-in for a mounted policy ConfigMap holds (mcpd
 # refuses a policy directory without a .cedar file).
 PLACEHOLDER_POLICY = '@id("placeholder")\npermit(principal, action == Mcp::Action::"resources/read", resource);\n'
+# Where each upstreamSecrets Secret is mounted, as <dir>/<name>.
+UPSTREAM_SECRETS_DIR = "/etc/mcpd/secrets"
 
 # Cached: every validate() call would otherwise re-read the definitions.
 kv.schema_contents = functools.lru_cache(maxsize=None)(kv.schema_contents)
@@ -253,8 +255,10 @@ def labels_match(selector, labels):
 def scenarios():
     """Name -> values. Every example values file, the defaults, two sets
     that reach the templates' other branches, the defaults with the chart's
-    Ingress (nginx, HAProxy), with skills from each kind of source, and
-    with Cedar policies from a ConfigMap (reloaded, and loaded once)."""
+    Ingress (nginx, HAProxy), with skills from each kind of source, with
+    Cedar policies from a ConfigMap (reloaded, and loaded once), and with
+    gateway upstreams whose credentials come from mounted Secrets and from
+    the environment."""
     return {
         "default": {},
         "dev": load_values("values-dev.yaml"),
@@ -315,6 +319,24 @@ def scenarios():
         # Loaded once, at start; tenants without the header.
         "policy-load-once": {"auth": dict(AUTH, tenantClaim="tid", tenantHeader=""),
                              "policy": {"enabled": True, "reloadSecs": 0, "configMap": {"name": "mcpd-policies"}}},
+        # [[upstream]] from mcpd.config, their [upstream.credentials] from
+        # two mounted Secrets (a client secret, a whole header value) and
+        # from a variable set from a third Secret through extraEnv.
+        "upstream-credentials": {
+            "upstreamSecrets": ["crm", "billing"],
+            "mcpd": {"config": {"upstream": [
+                {"id": "crm", "url": "https://crm.internal.example/mcp", "required": True,
+                 "credentials": {"type": "client_credentials", "client_id": "mcpd-gateway", "scope": "crm:read",
+                                 "client_secret_file": f"{UPSTREAM_SECRETS_DIR}/crm/client_secret"}},
+                {"id": "billing", "url": "https://billing.internal.example/mcp", "headers": {"X-Caller": "mcpd"},
+                 "credentials": {"type": "static", "value_file": f"{UPSTREAM_SECRETS_DIR}/billing/token"}},
+                {"id": "search", "url": "https://search.internal.example/mcp", "protocol": "auto",
+                 "credentials": {"type": "client_credentials", "client_id": "mcpd-gateway",
+                                 "client_secret_env": "SEARCH_CLIENT_SECRET"}},
+            ]}},
+            "extraEnv": [{"name": "SEARCH_CLIENT_SECRET",
+                          "valueFrom": {"secretKeyRef": {"name": "search", "key": "client_secret"}}}],
+        },
     }
 
 
@@ -494,10 +516,13 @@ def check_shutdown(objs):
 def check_config_accepted(objs, bin_path):
     """The ConfigMap's mcpd.toml, with the container's environment, passes
     `mcpd --check-config`. Files mcpd reads from mounted Secrets get
-    placeholders of the right kind; other mounted directories (the skills
-    and the policies, which mcpd requires to exist) get local stand-ins, with
-    a placeholder file for each ConfigMap item, and a placeholder policy in
-    a directory policy.files names (mcpd refuses one without a .cedar file)."""
+    placeholders of the right kind (a whole Secret, such as an
+    upstreamSecrets one, a placeholder for each of its files mcpd.toml
+    names: mcpd reads an [upstream.credentials] *_file at --check-config);
+    other mounted directories (the skills and the policies, which mcpd
+    requires to exist) get local stand-ins, with a placeholder file for each
+    ConfigMap item, and a placeholder policy in a directory policy.files
+    names (mcpd refuses one without a .cedar file)."""
     need(bin_path.is_file() and os.access(bin_path, os.X_OK), f"{bin_path} not found: build mcpd (cargo build -p mcpd-server) or set MCPD_BIN")
     text, cfg = mcpd_config(objs)
     policy_dirs = {f.rstrip("/") for f in cfg.get("policy", {}).get("files", [])}
@@ -514,6 +539,9 @@ def check_config_accepted(objs, bin_path):
             local.mkdir(parents=True, exist_ok=True)
             for item in vol.get("secret", {}).get("items", []):
                 placeholder_file(local / item["path"], item["key"])
+            if "secret" in vol and not vol["secret"].get("items"):
+                for key in set(re.findall(r'"' + re.escape(m["mountPath"].rstrip("/")) + r'/([^"/]+)"', text)):
+                    placeholder_file(local / key, key)
             for item in vol.get("configMap", {}).get("items", []):
                 (local / item["path"]).parent.mkdir(parents=True, exist_ok=True)
                 (local / item["path"]).write_text("placeholder\n")
@@ -692,6 +720,48 @@ def check_policy(rendered, objs, values):
     need(f"ConfigMap {p['configMap']['name']}" in notes, "NOTES does not name the policy ConfigMap")
 
 
+def check_upstream_credentials(rendered, objs, values):
+    """mcpd.config.upstream is mcpd.toml's [[upstream]], unchanged. Each
+    upstreamSecrets Secret is mounted once, whole (no items, which would
+    hide a new key; no subPath) and read-only at /etc/mcpd/secrets/<name>;
+    nothing else is mounted there, and nothing at all when the list is
+    empty. Every [upstream.credentials] *_file under that directory is a key
+    of a listed Secret (a file directly in its directory), and NOTES names
+    the Secrets."""
+    merged = deep_merge(chart_defaults(), values)
+    names = merged["upstreamSecrets"]
+    _, cfg = mcpd_config(objs)
+    want_upstreams = (merged["mcpd"]["config"] or {}).get("upstream", [])
+    need(cfg.get("upstream", []) == want_upstreams,
+         f"mcpd.toml's [[upstream]] is {cfg.get('upstream')}, not mcpd.config.upstream {want_upstreams}")
+    deploy = one(objs, "Deployment")
+    c = mcpd_container(deploy)
+    volumes = {v["name"]: v for v in pod_spec(deploy)["volumes"]}
+    base = UPSTREAM_SECRETS_DIR
+    mounts = [m for m in c.get("volumeMounts", []) if (m["mountPath"].rstrip("/") + "/").startswith(base + "/")]
+    paths = sorted(m["mountPath"].rstrip("/") for m in mounts)
+    want = sorted(f"{base}/{n}" for n in names)
+    need(paths == want, f"mounted under {base}: {paths or 'nothing'}, want {want or 'nothing'} (upstreamSecrets {names})")
+    need(len({m["name"] for m in mounts}) == len(mounts), f"two mounts under {base} share a volume: {[m['name'] for m in mounts]}")
+    for m in mounts:
+        name = m["mountPath"].rstrip("/").rsplit("/", 1)[1]
+        need(m.get("readOnly") is True, f"the Secret {name} is mounted at {m['mountPath']} without readOnly: true")
+        need(not m.get("subPath"), f"the Secret {name} is mounted with subPath (one file, never updated)")
+        vol = volumes.get(m["name"], {})
+        need(vol.get("secret") == {"secretName": name}, f"the volume at {m['mountPath']} is {vol}, not the whole Secret {name}")
+    for u in cfg.get("upstream", []):
+        for key, path in (u.get("credentials") or {}).items():
+            if key.endswith("_file") and str(path).startswith(base + "/"):
+                parts = path[len(base) + 1:].split("/")
+                need(len(parts) == 2 and parts[0] in names and parts[1],
+                     f"upstream {u.get('id')!r}: credentials.{key} {path} is not a key of a Secret in upstreamSecrets "
+                     f"{names} (mcpd would stop at start: no such file)")
+    notes = next((t for path, t in rendered.items() if path.endswith("NOTES.txt")), "")
+    told = "Upstream credentials:" in notes
+    need(told == bool(names) and all(n in notes for n in names),
+         f"NOTES {'names' if told else 'does not name'} the upstream Secrets (upstreamSecrets {names})")
+
+
 def check_tenant(objs, values):
     """With auth on, auth.tenantClaim becomes auth.tenant_claim (left out
     when empty: no tenants) and auth.tenantHeader auth.tenant_header ("" too:
@@ -836,6 +906,27 @@ def expect_render_error(values, *needles):
             need(n.lower() in msg.lower(), f"the error does not say {n!r}: {msg.strip()[:200]}")
         return
     raise Fail(f"values {json.dumps(values)} were accepted")
+
+
+@functools.lru_cache(maxsize=1)
+def chart_without_schema():
+    """The chart without values.schema.json: what the templates refuse on
+    their own (helm install --skip-schema-validation)."""
+    with tempfile.TemporaryDirectory(prefix="mcpd-chart-") as tmp:
+        shutil.copytree(CHART, Path(tmp) / "mcpd", ignore=shutil.ignore_patterns("values.schema.json"))
+        return helm.Chart.load(str(Path(tmp) / "mcpd"))
+
+
+def expect_template_refusal(values, *needles):
+    """The templates themselves refuse values the schema refuses too."""
+    try:
+        chart_without_schema().render(values, name=RELEASE, namespace=NAMESPACE)
+    except helm.HelmRenderError as e:
+        msg = str(e)
+        for n in needles:
+            need(n.lower() in msg.lower(), f"the error does not say {n!r}: {msg.strip()[:300]}")
+        return
+    raise Fail(f"without the schema, the templates accepted {json.dumps(values)}")
 
 
 def check_schema_rejects(values, *needles):
@@ -1103,6 +1194,7 @@ def main():
         r.run(f"skills[{name}]", check_skills, rendered, objs, values)
         r.run(f"policy[{name}]", check_policy, rendered, objs, values)
         r.run(f"tenant[{name}]", check_tenant, objs, values)
+        r.run(f"upstream-credentials[{name}]", check_upstream_credentials, rendered, objs, values)
         r.run(f"check-config[{name}]", check_config_accepted, objs, bin_path)
 
     r.run("refuse.memory-store-replicas", expect_render_error, {"replicaCount": 3},
@@ -1147,6 +1239,17 @@ def main():
           {"auth": AUTH, "policy": {"enabled": True, "configMap": {"name": "mcpd-policies"}},
            "mcpd": {"config": {"policy": {"files": ["/srv/policies"]}}}},
           "remove mcpd.config.policy.files")
+    r.run("refuse.upstream-secret-bad-name", expect_template_refusal, {"upstreamSecrets": ["crm", "crm.eu"]},
+          'upstreamSecrets[1] "crm.eu" cannot be mounted', "DNS-1123 label of at most 47 characters")
+    r.run("refuse.upstream-secret-too-long", expect_template_refusal, {"upstreamSecrets": ["c" * 48]},
+          "upstreamSecrets[0]", "at most 47 characters")
+    r.run("refuse.upstream-secret-duplicate", expect_template_refusal, {"upstreamSecrets": ["crm", "billing", "crm"]},
+          'upstreamSecrets lists "crm" twice')
+    r.run("schema.upstream-secret-bad-name", check_schema_rejects, {"upstreamSecrets": ["CRM"]}, "/upstreamSecrets/0")
+    r.run("schema.upstream-secret-duplicate", check_schema_rejects, {"upstreamSecrets": ["crm", "crm"]},
+          "/upstreamSecrets")
+    r.run("schema.upstream-without-id", check_schema_rejects,
+          {"mcpd": {"config": {"upstream": [{"url": "https://crm.internal.example/mcp"}]}}}, "/mcpd/config/upstream/0")
     r.run("schema.policy-configmap-items", check_schema_rejects,
           {"policy": {"enabled": True, "configMap": {"name": "mcpd-policies", "items": [{"key": "a.cedar", "path": "a.cedar"}]}}},
           "/policy/configMap")

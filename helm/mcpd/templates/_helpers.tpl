@@ -154,6 +154,11 @@ chart (HAProxy: see ingress.yaml), else empty.
 /etc/mcpd/policies
 {{- end }}
 
+{{/* Where each upstreamSecrets Secret is mounted, as <dir>/<name> (its keys are files for [upstream.credentials] *_file). */}}
+{{- define "mcpd.upstreamSecretsDir" -}}
+/etc/mcpd/secrets
+{{- end }}
+
 {{/* The public URL of the MCP endpoint (auth.resource), derived when unset. */}}
 {{- define "mcpd.resourceUrl" -}}
 {{- if .Values.auth.resource }}
@@ -249,6 +254,18 @@ the Deployment (so `helm install` and `helm template` both stop).
 {{- fail (printf "\n\nmcpd: policy.enabled sets policy.files to [%q], where the ConfigMap is mounted; remove mcpd.config.policy.files." (include "mcpd.policyDir" .)) }}
 {{- end }}
 {{- end }}
+{{- $seen := dict }}
+{{- range $i, $name := .Values.upstreamSecrets }}
+{{- $ok := false }}
+{{- if kindIs "string" $name }}{{ $ok = and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name) (le (len $name) 47) }}{{ end }}
+{{- if not $ok }}
+{{- fail (printf "\n\nmcpd: upstreamSecrets[%d] %q cannot be mounted: each entry is the name of an existing Secret, a DNS-1123 label of at most 47 characters (lower-case letters, digits and '-', starting and ending with a letter or digit), since it names the volume upstream-secret-<name> (at most 63 characters) and the directory %s/<name>. Copy the Secret under such a name." $i (toString $name) (include "mcpd.upstreamSecretsDir" $)) }}
+{{- end }}
+{{- if hasKey $seen (toString $name) }}
+{{- fail (printf "\n\nmcpd: upstreamSecrets lists %q twice; each Secret is mounted once, at %s/%s." $name (include "mcpd.upstreamSecretsDir" $) $name) }}
+{{- end }}
+{{- $_ := set $seen (toString $name) true }}
+{{- end }}
 {{- $tgps := include "mcpd.terminationGracePeriodSeconds" . | int }}
 {{- $needed := add (int .Values.lifecycle.preStopSleepSeconds) (int .Values.mcpd.shutdownGraceSeconds) }}
 {{- if le $tgps $needed }}
@@ -265,32 +282,63 @@ the Deployment (so `helm install` and `helm template` both stop).
 {{- end }}
 {{- end }}
 
-{{/* A TOML value: JSON scalars and arrays of scalars are valid TOML. */}}
+{{/* A TOML key: bare when it can be, else quoted. */}}
 {{- define "mcpd.toml.key" -}}
 {{- if regexMatch "^[A-Za-z0-9_-]+$" . }}{{ . }}{{ else }}{{ toJson . }}{{ end }}
 {{- end }}
 
 {{/*
-A TOML table: (dict "name" "auth.tool_scopes" "table" $map). Scalar keys
-first, then sub-tables, both sorted; null values are left out (unset).
+What a value is in TOML: "table" (a map), "tables" (a non-empty list of
+maps: an array of tables), "mixed" (a list of maps and other values, which
+TOML cannot write) or "value" (JSON scalars and arrays of scalars are valid
+TOML).
+*/}}
+{{- define "mcpd.toml.kind" -}}
+{{- if kindIs "map" . }}table
+{{- else if kindIs "slice" . }}
+{{- /* Nested, not and: Go before 1.18 (Helm 3.8) evaluates every operand. */}}
+{{- $maps := 0 }}
+{{- range . }}{{ if kindIs "map" . }}{{ $maps = add1 $maps }}{{ end }}{{ end }}
+{{- if eq (int $maps) 0 }}value{{ else if eq (int $maps) (len .) }}tables{{ else }}mixed{{ end }}
+{{- else }}value
+{{- end }}
+{{- end }}
+
+{{/*
+A TOML table: (dict "name" "auth.tool_scopes" "table" $map), or an element
+of an array of tables with "array" true ([[name]], always written). Scalar
+keys first, then sub-tables, then arrays of tables, each sorted; null
+values are left out (unset).
 */}}
 {{- define "mcpd.toml.table" -}}
 {{- $name := .name }}
 {{- $table := .table }}
+{{- $array := .array | default false }}
 {{- $scalars := list }}
 {{- $tables := list }}
+{{- $arrays := list }}
 {{- range $k := keys $table | sortAlpha }}
 {{- $v := get $table $k }}
-{{- if kindIs "map" $v }}{{ $tables = append $tables $k }}{{ else if not (kindIs "invalid" $v) }}{{ $scalars = append $scalars $k }}{{ end }}
+{{- $kind := include "mcpd.toml.kind" $v }}
+{{- if eq $kind "table" }}{{ $tables = append $tables $k }}
+{{- else if eq $kind "tables" }}{{ $arrays = append $arrays $k }}
+{{- else if eq $kind "mixed" }}{{ fail (printf "\n\nmcpd: mcpd.config: %s.%s mixes maps and other values in one list, which TOML cannot write." $name $k) }}
+{{- else if not (kindIs "invalid" $v) }}{{ $scalars = append $scalars $k }}{{ end }}
 {{- end }}
-{{- if or $scalars (not $tables) }}
-{{- printf "\n\n[%s]" $name }}
+{{- if or $array $scalars (not (or $tables $arrays)) }}
+{{- if $array }}{{ printf "\n\n[[%s]]" $name }}{{ else }}{{ printf "\n\n[%s]" $name }}{{ end }}
 {{- range $k := $scalars }}
 {{- printf "\n%s = %s" (include "mcpd.toml.key" $k) (get $table $k | toJson) }}
 {{- end }}
 {{- end }}
 {{- range $k := $tables }}
 {{- include "mcpd.toml.table" (dict "name" (printf "%s.%s" $name (include "mcpd.toml.key" $k)) "table" (get $table $k)) }}
+{{- end }}
+{{- range $k := $arrays }}
+{{- $sub := printf "%s.%s" $name (include "mcpd.toml.key" $k) }}
+{{- range $element := get $table $k }}
+{{- include "mcpd.toml.table" (dict "name" $sub "table" $element "array" true) }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -360,6 +408,17 @@ first, then sub-tables, both sorted; null values are left out (unset).
 # mcpd configuration, generated by the mcpd Helm chart (docs/configuration.md).
 {{- $cfg := include "mcpd.configMap" . | fromJson }}
 {{- range $section := keys $cfg | sortAlpha }}
-{{- include "mcpd.toml.table" (dict "name" (include "mcpd.toml.key" $section) "table" (get $cfg $section)) }}
+{{- $v := get $cfg $section }}
+{{- $kind := include "mcpd.toml.kind" $v }}
+{{- if eq $kind "table" }}
+{{- include "mcpd.toml.table" (dict "name" (include "mcpd.toml.key" $section) "table" $v) }}
+{{- else if eq $kind "tables" }}
+{{- /* [[upstream]]: one table per element. */}}
+{{- range $element := $v }}
+{{- include "mcpd.toml.table" (dict "name" (include "mcpd.toml.key" $section) "table" $element "array" true) }}
+{{- end }}
+{{- else if not (kindIs "invalid" $v) }}
+{{- fail (printf "\n\nmcpd: mcpd.config.%s must be a section (a map) or, like upstream, a list of maps (an array of tables)." $section) }}
+{{- end }}
 {{- end }}
 {{- end }}
