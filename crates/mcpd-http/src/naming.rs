@@ -2,6 +2,7 @@
 //! the names limits and policies are written against, whichever way a
 //! call comes in (`/mcp`, `/mcp/{id}`, `server_id`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,6 +18,9 @@ pub struct Names {
     pub prefixes: Arc<HashMap<String, String>>,
     /// The upstream this endpoint passes everything to (`/mcp/{id}`).
     pub endpoint: Option<String>,
+    /// A virtual server's tool and prompt names: its name → the name on
+    /// `/mcp` (the one limits and policies are written against).
+    pub renamed: Arc<HashMap<String, String>>,
 }
 
 impl Names {
@@ -24,6 +28,21 @@ impl Names {
     /// endpoint's.
     pub fn routed<'a>(&'a self, r: &'a Request) -> Option<&'a str> {
         r.server_id.as_deref().or(self.endpoint.as_deref())
+    }
+
+    /// A tool or prompt `name` (routed to `upstream`) as `/mcp` lists it.
+    pub fn listed<'a>(&'a self, upstream: Option<&str>, name: &'a str) -> Cow<'a, str> {
+        if upstream.is_none() {
+            if let Some(original) = self.renamed.get(name) {
+                return Cow::Borrowed(original);
+            }
+        }
+        listed(&self.prefixes, upstream, name)
+    }
+
+    /// Who serves the tool or prompt `listed` (a name as `/mcp` lists it).
+    pub fn server<'a>(&'a self, upstream: Option<&'a str>, listed: &str) -> &'a str {
+        server(&self.prefixes, upstream, listed)
     }
 }
 
@@ -33,7 +52,7 @@ pub fn listed<'a>(
     prefixes: &HashMap<String, String>,
     upstream: Option<&str>,
     name: &'a str,
-) -> std::borrow::Cow<'a, str> {
+) -> Cow<'a, str> {
     match upstream.and_then(|id| prefixes.get(id)) {
         Some(prefix) => format!("{prefix}{name}").into(),
         None => name.into(),

@@ -54,11 +54,20 @@ pub fn configure(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceCon
 }
 
 /// Mounts another MCP endpoint at `state.config.path` with its own
-/// sessions (a gateway pass-through server). Call after [`configure`],
-/// whose state supplies the app-wide Origin policy for CORS.
+/// sessions (a gateway pass-through server, a virtual server). Call after
+/// [`configure`], whose state supplies the app-wide Origin policy for CORS.
+/// An endpoint that is its own protected resource (a virtual server) gets
+/// its metadata document at its own path.
 pub fn configure_endpoint(state: web::Data<AppState>) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
         let path = state.config.path.clone();
+        if let Some(auth) = &state.security.auth {
+            for p in auth.metadata_paths() {
+                if p.ends_with(path.as_str()) {
+                    cfg.service(web::resource(p).app_data(state.clone()).to(metadata));
+                }
+            }
+        }
         cfg.service(
             web::resource(path)
                 .app_data(state)

@@ -171,6 +171,7 @@ impl Security {
                         &self.upstream_scopes,
                         &self.separator,
                     ),
+                    &self.names,
                     metrics,
                 )?;
                 if let Some(policy) = &self.policy {
@@ -195,7 +196,7 @@ impl Security {
         };
         let who = self.client_key(access, req);
         let name_of = |r: &mcpd_protocol::jsonrpc::Request, name: &str| {
-            naming::listed(&self.names.prefixes, self.names.routed(r), name).into_owned()
+            self.names.listed(self.names.routed(r), name).into_owned()
         };
         let tenant = access.caller.tenant.as_deref();
         quotas.check(&who, tenant, messages, name_of, metrics).await

@@ -36,6 +36,42 @@ pub(crate) fn authenticator(
     Ok(Some(Arc::new(auth)))
 }
 
+/// The token checker of a virtual server: the same trust as `/mcp`'s, its
+/// own resource (the audience its tokens name, and its metadata document
+/// at the path of `{http.path}/{id}`) and its scopes advertised.
+pub(crate) fn authenticator_for(
+    config: &Config,
+    v: &crate::config::VirtualServer,
+    redis: Option<&Arc<RedisStore>>,
+) -> Result<Option<Arc<Authenticator>>, ConfigError> {
+    let mut own = config.clone();
+    own.auth.resource = virtual_resource(config, v);
+    if !v.scopes.is_empty() {
+        own.auth.scopes_supported = v.scopes.clone();
+    }
+    let Some(auth) = own.auth.authenticator()? else {
+        return Ok(None);
+    };
+    #[cfg(feature = "redis")]
+    let auth = match redis {
+        Some(r) => auth.with_replay_cache(Arc::new(RedisReplay(r.clone()))),
+        None => auth,
+    };
+    #[cfg(not(feature = "redis"))]
+    let _: Option<&Arc<RedisStore>> = redis;
+    if let Some(keys) = auth.keys() {
+        fetch_keys(keys.clone(), config.auth.jwks_url.clone());
+    }
+    Ok(Some(Arc::new(auth)))
+}
+
+/// A virtual server's resource URL: its own, else `auth.resource/{id}`.
+pub(crate) fn virtual_resource(config: &Config, v: &crate::config::VirtualServer) -> String {
+    v.resource
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", config.auth.resource.trim_end_matches('/'), v.id))
+}
+
 /// DPoP proof ids claimed in Redis: every replica refuses a replay.
 #[cfg(feature = "redis")]
 struct RedisReplay(Arc<RedisStore>);

@@ -11,6 +11,8 @@ use mcpd_core::inbox::ReplicaInbox;
 use mcpd_core::{McpServer, Node, Registry, Stateless, Stats};
 use mcpd_protocol::types::Implementation;
 
+mod virtual_server;
+
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(not(feature = "gateway"))]
@@ -27,6 +29,8 @@ pub struct Endpoint {
     pub stateless: Arc<Stateless>,
     /// Pass-through endpoints of the gateway: (upstream id, its endpoint).
     pub upstreams: Vec<(String, Endpoint)>,
+    /// Virtual servers (`[[virtual_server]]`): (id, its endpoint).
+    pub virtual_servers: Vec<(String, Endpoint)>,
     /// The Redis store the replicas share, when configured.
     pub redis: Option<Arc<RedisStore>>,
 }
@@ -86,6 +90,7 @@ pub(crate) fn build_on(
         (&config.stateless).into(),
         metrics.clone(),
     );
+    let main = server.clone();
     let mut core = core_for(
         config,
         server,
@@ -110,10 +115,22 @@ pub(crate) fn build_on(
         );
         core.upstreams.push((id, c));
     }
+    for v in &config.virtual_server {
+        // No task service: a task's tool is found by its name on `/mcp`.
+        let s = Arc::new(virtual_server::server(config, v, &metrics));
+        virtual_server::follow(&main, &s, v);
+        let c = core_for(config, s, stats.clone(), &stores, None, &parking);
+        core.virtual_servers.push((v.id.clone(), c));
+    }
     // One bus subscriber for the process: a control message names its
     // session, which one endpoint's table holds.
     let tables = std::iter::once(core.node.sessions.clone())
         .chain(core.upstreams.iter().map(|(_, c)| c.node.sessions.clone()))
+        .chain(
+            core.virtual_servers
+                .iter()
+                .map(|(_, c)| c.node.sessions.clone()),
+        )
         .collect();
     if let Some(tasks) = &tasks {
         tasks.start();
@@ -156,6 +173,7 @@ fn core_for(
         node,
         stateless,
         upstreams: Vec::new(),
+        virtual_servers: Vec::new(),
         redis: stores.redis.clone(),
     }
 }

@@ -31,6 +31,7 @@ mod store;
 mod tasks;
 mod tls;
 mod tracing;
+mod virtual_server;
 
 pub use self::tracing::TracingSection;
 pub use admin::AdminSection;
@@ -38,7 +39,8 @@ pub use auth::AuthSection;
 pub use cli::Cli;
 pub use error::ConfigError;
 pub use gateway::{
-    upstream_prefixes, upstream_scopes, upstreams_take_caller_token, GatewaySection, Upstream,
+    upstream_ids, upstream_prefixes, upstream_scopes, upstreams_take_caller_token, GatewaySection,
+    Upstream,
 };
 pub use http::HttpSection;
 pub use limits::LimitsSection;
@@ -51,6 +53,7 @@ pub use stateless::{StateKey, StatelessSection};
 pub use store::{StoreBackend, StoreSection};
 pub use tasks::TasksSection;
 pub use tls::TlsSection;
+pub use virtual_server::{Pick, VirtualServer};
 
 /// `Serialize` only feeds `Config::shape`, the default's shape that tells
 /// [`layers`] the sections and which keys are lists.
@@ -99,6 +102,11 @@ pub struct Config {
     /// Not an environment section: it is a list of tables.
     #[serde(skip_serializing)]
     pub upstream: Vec<Upstream>,
+    /// `[[virtual_server]]`: endpoints composed of chosen tools, prompts
+    /// and resources of the catalogue (`docs/gateway.md`). Not an
+    /// environment section: it is a list of tables.
+    #[serde(skip_serializing)]
+    pub virtual_server: Vec<VirtualServer>,
     /// What loading found odd but not wrong (an `MCPD_*` variable that
     /// names no key): logged once logging is set up.
     #[serde(skip)]
@@ -230,6 +238,8 @@ impl Config {
             }
         }
         gateway::validate_upstreams(&self.upstream, &self.gateway.separator)?;
+        let upstream_ids: Vec<&str> = upstream_ids(&self.upstream);
+        virtual_server::validate(&self.virtual_server, &upstream_ids)?;
         self.gateway.validate()?;
         self.tracing.validate()?;
         self.server.validate()?;

@@ -85,6 +85,7 @@ pub(crate) fn serve_core(
         node,
         stateless,
         upstreams,
+        virtual_servers,
         redis,
     } = core;
     #[cfg(feature = "auth")]
@@ -114,15 +115,19 @@ pub(crate) fn serve_core(
         &config.upstream,
         &config.gateway.separator,
     ));
-    let security =
-        |endpoint_scopes: Vec<String>, endpoint_upstream: Option<String>| mcpd_http::Security {
-            auth: auth.clone(),
+    let security = |auth: Option<Arc<mcpd_http::security::Authenticator>>,
+                    endpoint_scopes: Vec<String>,
+                    endpoint_upstream: Option<String>,
+                    renamed: std::collections::HashMap<String, String>| {
+        mcpd_http::Security {
+            auth,
             requests: requests.clone(),
             sessions: sessions.clone(),
             quotas: quotas.clone(),
             names: mcpd_http::naming::Names {
                 prefixes: upstream_prefixes.clone(),
                 endpoint: endpoint_upstream,
+                renamed: Arc::new(renamed),
             },
             client_ip_header: Some(config.rate_limit.client_ip_header.clone())
                 .filter(|h| !h.is_empty()),
@@ -131,30 +136,57 @@ pub(crate) fn serve_core(
             separator: config.gateway.separator.clone(),
             policy: policy.clone(),
             keep_bearer,
-        };
+        }
+    };
     let state = web::Data::new(AppState {
         node: node.clone(),
         stateless,
         legacy: Default::default(),
         config: mcpd_http::HttpConfig::from(&config.http),
-        security: security(Vec::new(), None),
+        security: security(auth.clone(), Vec::new(), None, Default::default()),
     });
+    let at = |id: &str| {
+        let mut http = mcpd_http::HttpConfig::from(&config.http);
+        http.path = format!("{}/{id}", config.http.path.trim_end_matches('/'));
+        http
+    };
     // The gateway's pass-through endpoints: `{path}/{upstream id}`.
-    let endpoints: Vec<web::Data<AppState>> = upstreams
+    let mut endpoints: Vec<web::Data<AppState>> = upstreams
         .into_iter()
         .map(|(id, core)| {
-            let mut http = mcpd_http::HttpConfig::from(&config.http);
-            http.path = format!("{}/{id}", config.http.path.trim_end_matches('/'));
             let scopes = upstream_scopes.get(&id).cloned().unwrap_or_default();
             web::Data::new(AppState {
                 node: core.node,
                 stateless: core.stateless,
                 legacy: Default::default(),
-                config: http,
-                security: security(scopes, Some(id.clone())),
+                config: at(&id),
+                security: security(auth.clone(), scopes, Some(id.clone()), Default::default()),
             })
         })
         .collect();
+    // Virtual servers, `{path}/{id}` too: their own resource and scopes,
+    // their tools and prompts known to limits and policies by their names
+    // on `/mcp`.
+    for ((id, core), v) in virtual_servers.into_iter().zip(&config.virtual_server) {
+        #[cfg(feature = "auth")]
+        let own = auth::authenticator_for(config, v, redis.as_ref())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        #[cfg(not(feature = "auth"))]
+        let own = None;
+        let renamed = v
+            .tool
+            .iter()
+            .chain(&v.prompt)
+            .map(|p| (p.name().to_owned(), p.from.clone()))
+            .collect();
+        endpoints.push(web::Data::new(AppState {
+            node: core.node,
+            stateless: core.stateless,
+            legacy: Default::default(),
+            config: at(&id),
+            security: security(own, v.scopes.clone(), None, renamed),
+        }));
+    }
     let tasks = state.stateless.tasks().cloned();
     let nodes: Vec<Arc<Node>> = std::iter::once(node.clone())
         .chain(endpoints.iter().map(|e| e.node.clone()))

@@ -123,11 +123,11 @@ pub(super) fn visibility(
     }
     let (auth, p, policy) = (auth.clone(), p.clone(), policy.cloned());
     let (ups, sep) = (ups.clone(), sep.to_owned());
-    let prefixes = names.prefixes.clone();
+    let names = names.clone();
     Some(Arc::new(
         move |kind: Listed, upstream: Option<&str>, name: &str| {
             let listed = match kind {
-                Listed::Tool | Listed::Prompt => naming::listed(&prefixes, upstream, name),
+                Listed::Tool | Listed::Prompt => names.listed(upstream, name),
                 Listed::Resource | Listed::Template => name.into(),
             };
             if hide && kind == Listed::Tool {
@@ -145,7 +145,7 @@ pub(super) fn visibility(
                 Listed::Resource | Listed::Template => Target::Resource(&listed),
             };
             let server = match kind {
-                Listed::Tool | Listed::Prompt => naming::server(&prefixes, upstream, &listed),
+                Listed::Tool | Listed::Prompt => names.server(upstream, &listed),
                 Listed::Resource | Listed::Template => upstream.unwrap_or(naming::OWN),
             };
             let ask = Ask {
@@ -174,11 +174,10 @@ pub(super) fn check_policy(
         return Ok(());
     };
     let upstream = names.routed(r);
-    let prefixes = &names.prefixes;
     let (target, listed);
     match kind {
         Method::ToolsCall | Method::PromptsGet => {
-            listed = naming::listed(prefixes, upstream, name);
+            listed = names.listed(upstream, name);
             target = match kind {
                 Method::ToolsCall => Target::Tool(&listed),
                 _ => Target::Prompt(&listed),
@@ -189,7 +188,7 @@ pub(super) fn check_policy(
     }
     let server = match target {
         Target::Resource(_) => upstream.unwrap_or(naming::OWN),
-        _ => naming::server(prefixes, upstream, target.name()),
+        _ => names.server(upstream, target.name()),
     };
     let arguments = r
         .params
@@ -234,7 +233,7 @@ pub(super) fn check_policy(
         id: Some(r.id.clone()),
         error: Box::new(
             ErrorObject::new(POLICY_DENIED, format!("Forbidden: {what}: {by}"))
-                .with_data(serde_json::json!({ "policies": d.policies })),
+                .with_data(serde_json::json!({ "policies": &*d.policies })),
         ),
     })
 }
@@ -252,11 +251,17 @@ pub(super) fn check_request(
     p: &Principal,
     r: &Request,
     (endpoint_scopes, ups, sep): (&[String], &HashMap<String, Vec<String>>, &str),
+    names: &naming::Names,
     metrics: &Metrics,
 ) -> Result<(), HttpError> {
+    // A virtual server's tool needs what the tool it serves needs.
     let tool = (r.kind == Some(Method::ToolsCall))
         .then(|| r.target())
-        .flatten();
+        .flatten()
+        .map(|t| match r.server_id {
+            None => names.renamed.get(t).map_or(t, String::as_str),
+            Some(_) => t,
+        });
     let mut needed = auth.scopes_for(&r.method, tool);
     for s in endpoint_scopes.iter().cloned().chain(upstream_scopes(
         ups,

@@ -83,6 +83,7 @@ pub(super) fn check_request(
     _: &Principal,
     _: &Request,
     _: (&[String], &HashMap<String, Vec<String>>, &str),
+    _: &crate::naming::Names,
     _: &Metrics,
 ) -> Result<(), HttpError> {
     match *auth {}

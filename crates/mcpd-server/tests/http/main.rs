@@ -113,6 +113,7 @@ mod tenants;
 mod tool_macro;
 mod tracing;
 mod upstream_credentials;
+mod virtual_servers;
 
 use std::time::Duration;
 

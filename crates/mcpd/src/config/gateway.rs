@@ -134,3 +134,14 @@ pub fn upstream_scopes(upstreams: &[Upstream]) -> std::collections::HashMap<Stri
         std::collections::HashMap::new()
     }
 }
+
+/// The upstreams' ids.
+pub fn upstream_ids(upstreams: &[Upstream]) -> Vec<&str> {
+    #[cfg(feature = "gateway")]
+    return upstreams.iter().map(|u| u.id.as_str()).collect();
+    #[cfg(not(feature = "gateway"))]
+    {
+        let _ = upstreams;
+        Vec::new()
+    }
+}
