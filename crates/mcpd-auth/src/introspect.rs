@@ -150,7 +150,7 @@ fn describe(e: reqwest::Error) -> String {
 
 /// `application/x-www-form-urlencoded` (RFC 6749 appendix B; also what
 /// client credentials in HTTP Basic are encoded with, §2.3.1).
-fn form_encode(s: &str) -> String {
+pub fn form_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {

@@ -44,7 +44,7 @@ pub use authenticator::{Authenticator, Presented};
 pub use config::AuthConfig;
 pub use dpop::{thumbprint, DpopMode, MemoryReplayCache, ReplayCache};
 pub use error::AuthError;
-pub use introspect::IntrospectionConfig;
+pub use introspect::{form_encode, IntrospectionConfig};
 pub use jsonwebtoken::{Algorithm, AlgorithmFamily};
 pub use keys::{parse_key_text, JwksPolicy, Key, KeySource, KeyStore};
 pub use policy::{Ask, Decision, Policy, Target};

@@ -20,6 +20,19 @@ pub(crate) fn authenticator(
     let Some(auth) = config.auth.authenticator()? else {
         return Ok(None);
     };
+    for warning in warnings(config, port) {
+        tracing::warn!("{warning}");
+    }
+    Ok(Some(started(auth, config, redis)))
+}
+
+/// A token checker ready to serve: DPoP proof ids claimed in Redis when
+/// the replicas share one, its keys being fetched.
+fn started(
+    auth: Authenticator,
+    config: &Config,
+    redis: Option<&Arc<RedisStore>>,
+) -> Arc<Authenticator> {
     #[cfg(feature = "redis")]
     let auth = match redis {
         Some(r) => auth.with_replay_cache(Arc::new(RedisReplay(r.clone()))),
@@ -27,13 +40,10 @@ pub(crate) fn authenticator(
     };
     #[cfg(not(feature = "redis"))]
     let _: Option<&Arc<RedisStore>> = redis;
-    for warning in warnings(config, port) {
-        tracing::warn!("{warning}");
-    }
     if let Some(keys) = auth.keys() {
         fetch_keys(keys.clone(), config.auth.jwks_url.clone());
     }
-    Ok(Some(Arc::new(auth)))
+    Arc::new(auth)
 }
 
 /// The token checker of a virtual server: the same trust as `/mcp`'s, its
@@ -52,17 +62,7 @@ pub(crate) fn authenticator_for(
     let Some(auth) = own.auth.authenticator()? else {
         return Ok(None);
     };
-    #[cfg(feature = "redis")]
-    let auth = match redis {
-        Some(r) => auth.with_replay_cache(Arc::new(RedisReplay(r.clone()))),
-        None => auth,
-    };
-    #[cfg(not(feature = "redis"))]
-    let _: Option<&Arc<RedisStore>> = redis;
-    if let Some(keys) = auth.keys() {
-        fetch_keys(keys.clone(), config.auth.jwks_url.clone());
-    }
-    Ok(Some(Arc::new(auth)))
+    Ok(Some(started(auth, config, redis)))
 }
 
 /// A virtual server's resource URL: its own, else `auth.resource/{id}`.

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use base64::Engine;
+use mcpd_auth::form_encode;
 use serde_json::Value;
 
 /// What is asked for, and where (`[upstream.credentials]`'s keys).
@@ -174,7 +175,7 @@ impl Oauth {
         match &self.client {
             ClientAuth::Basic { client, secret } => {
                 // RFC 6749 §2.3.1: each part form-encoded, then Basic.
-                let pair = format!("{}:{}", encode(client), encode(secret));
+                let pair = format!("{}:{}", form_encode(client), form_encode(secret));
                 let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
                 req = req.header("authorization", format!("Basic {b64}"));
             }
@@ -201,7 +202,7 @@ impl Oauth {
         }
         let body = form
             .iter()
-            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+            .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
             .collect::<Vec<_>>()
             .join("&");
         let what = match grant {
@@ -320,21 +321,6 @@ fn well_known(url: &str, name: &str) -> Vec<String> {
     out
 }
 
-/// `application/x-www-form-urlencoded` of one name or value.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,6 +338,5 @@ mod tests {
             well_known("https://as.example", "oauth-authorization-server"),
             ["https://as.example/.well-known/oauth-authorization-server"]
         );
-        assert_eq!(encode("a b+c/é"), "a+b%2Bc%2F%C3%A9");
     }
 }

@@ -58,31 +58,16 @@ pub(crate) async fn call_whoami(c: &McpClient) -> Value {
     answer
 }
 
-fn remote(url: &str, credentials: CredentialsConfig) -> mcpd_gateway::UpstreamConfig {
-    let mut u = mcpd_gateway::UpstreamConfig::http("stub", &format!("{url}/mcp"));
-    u.credentials = credentials;
-    u.validate().unwrap();
-    u
-}
-
-/// A static header, its value from a file: on every request to the
-/// upstream (its handshake and listing too); the client's token on none.
-#[tokio::test]
-async fn a_static_header_from_a_file_is_on_every_request_and_the_client_s_token_on_none() {
+/// mcpd with auth on in front of the stub upstream (`credentials` its
+/// credentials), a client's token, and `stub__whoami` called with it once
+/// aggregated: the requests the upstream saw.
+async fn called_through(credentials: CredentialsConfig) -> (String, Vec<StubRequest>) {
     let up = stub_upstream();
-    let dir = mcpd_testkit::redis::TempDir::new("creds-static");
-    let secret = dir.0.join("token");
-    std::fs::write(&secret, "Bearer upstream-secret\n").unwrap();
     let key = SigningKey::new("k1");
     let jwks = Jwks::serve(&[&key]);
-    let u = remote(
-        &up.url,
-        CredentialsConfig {
-            kind: CredentialKind::Static,
-            value_file: Some(secret.display().to_string()),
-            ..Default::default()
-        },
-    );
+    let mut u = mcpd_gateway::UpstreamConfig::http("stub", &format!("{}/mcp", up.url));
+    u.credentials = credentials;
+    u.validate().unwrap();
     let s = crate::auth::server(&jwks, move |c| {
         c.auth.tool_scopes.clear();
         c.upstream = vec![u];
@@ -91,7 +76,22 @@ async fn a_static_header_from_a_file_is_on_every_request_and_the_client_s_token_
     let mut c = with_token(&s.client(), &client_token);
     c.initialize().await;
     assert_eq!(call_whoami(&c).await["content"][0]["text"], "ok");
-    let seen = up.requests();
+    (client_token, up.requests())
+}
+
+/// A static header, its value from a file: on every request to the
+/// upstream (its handshake and listing too); the client's token on none.
+#[tokio::test]
+async fn a_static_header_from_a_file_is_on_every_request_and_the_client_s_token_on_none() {
+    let dir = mcpd_testkit::redis::TempDir::new("creds-static");
+    let secret = dir.0.join("token");
+    std::fs::write(&secret, "Bearer upstream-secret\n").unwrap();
+    let (client_token, seen) = called_through(CredentialsConfig {
+        kind: CredentialKind::Static,
+        value_file: Some(secret.display().to_string()),
+        ..Default::default()
+    })
+    .await;
     assert!(seen.iter().any(|r| method(r) == "tools/call"));
     for r in &seen {
         assert_eq!(
@@ -113,25 +113,11 @@ async fn a_static_header_from_a_file_is_on_every_request_and_the_client_s_token_
 /// own requests (handshake, listing) carry none.
 #[tokio::test]
 async fn pass_through_sends_the_caller_s_token_on_its_calls_only() {
-    let up = stub_upstream();
-    let key = SigningKey::new("k1");
-    let jwks = Jwks::serve(&[&key]);
-    let u = remote(
-        &up.url,
-        CredentialsConfig {
-            kind: CredentialKind::PassThrough,
-            ..Default::default()
-        },
-    );
-    let s = crate::auth::server(&jwks, move |c| {
-        c.auth.tool_scopes.clear();
-        c.upstream = vec![u];
-    });
-    let client_token = key.sign(&claims("u1", "mcp"));
-    let mut c = with_token(&s.client(), &client_token);
-    c.initialize().await;
-    assert_eq!(call_whoami(&c).await["content"][0]["text"], "ok");
-    let seen = up.requests();
+    let (client_token, seen) = called_through(CredentialsConfig {
+        kind: CredentialKind::PassThrough,
+        ..Default::default()
+    })
+    .await;
     let call = seen
         .iter()
         .find(|r| method(r) == "tools/call")
