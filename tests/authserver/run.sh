@@ -188,9 +188,9 @@ run_gateway() {
         printf '[upstream.credentials]\ntype = "client_credentials"\nclient_id = "mcp-cc-jwt-client"\nprivate_key_file = "%s"\nsigning_alg = "ES256"\nscope = "mcp:tools"\n' "$LOGS/gateway.ccj.pem"
         # The upstream binds its sessions to their principal: each downstream session its own.
         printf '[[upstream]]\nid = "tx"\nurl = "http://127.0.0.1:%s/mcp"\nshare = "session"\n' "$up"
-        printf '[upstream.credentials]\ntype = "token_exchange"\nclient_id = "mcpd-exchanger"\nclient_secret_env = "MCPD_TEST_TX_SECRET"\nscope = "mcp:tools"\n'
+        printf '[upstream.credentials]\ntype = "token_exchange"\nclient_id = "mcpd-exchanger"\nclient_secret_env = "MCPD_TEST_TX_SECRET"\nscope = "mcp:tools"\nissuer = "%s"\n' "$issuer"
         printf '[[upstream]]\nid = "tx26"\nurl = "http://127.0.0.1:%s/mcp"\nprotocol = "stateless"\n' "$up"
-        printf '[upstream.credentials]\ntype = "token_exchange"\nclient_id = "mcpd-exchanger"\nclient_secret_env = "MCPD_TEST_TX_SECRET"\nscope = "mcp:tools"\n'
+        printf '[upstream.credentials]\ntype = "token_exchange"\nclient_id = "mcpd-exchanger"\nclient_secret_env = "MCPD_TEST_TX_SECRET"\nscope = "mcp:tools"\nissuer = "%s"\n' "$issuer"
         printf '[[upstream]]\nid = "bad"\nurl = "http://127.0.0.1:%s/mcp"\naggregate = false\n' "$up"
         printf '[upstream.credentials]\ntype = "client_credentials"\nclient_id = "mcp-cc-client"\nclient_secret = "not-the-secret"\n'
     } >"$LOGS/gateway.gw.toml"

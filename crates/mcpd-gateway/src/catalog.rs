@@ -72,9 +72,45 @@ impl Catalog {
     }
 }
 
+/// Which of a URI's upstreams an aggregated catalogue is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// It lists the resource (or the template).
+    Listed,
+    /// It has templates: a URI it does not list may be one of its.
+    Maybe,
+    No,
+}
+
+/// An upstream's aggregated resources, as far as who serves a URI on
+/// `/mcp` goes (a policy decides by server).
+#[derive(Clone)]
+pub struct Listing(Arc<Catalog>);
+
+impl Listing {
+    /// The upstream's id.
+    pub fn id(&self) -> &str {
+        self.0.up.id()
+    }
+
+    /// Whether `uri` (a resource's, or a template's) is this upstream's.
+    pub fn claims(&self, uri: &str) -> Claim {
+        let l = self.0.lists.read().unwrap_or_else(|p| p.into_inner());
+        if l.resources.iter().any(|r| r.uri == uri)
+            || l.templates.iter().any(|t| t.uri_template == uri)
+        {
+            Claim::Listed
+        } else if l.templates.is_empty() {
+            Claim::No
+        } else {
+            Claim::Maybe
+        }
+    }
+}
+
 /// Adds `up`'s catalogue to `server`'s, prefixed `{id}{separator}` (or
-/// its configured `prefix`), and keeps it current.
-pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
+/// its configured `prefix`), and keeps it current; its resources' listing.
+pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) -> Listing {
     let cat = Arc::new(Catalog {
         prefix: up.config().prefix(separator),
         up: up.clone(),
@@ -134,6 +170,7 @@ pub fn aggregate(up: Arc<Upstream>, server: &Arc<McpServer>, separator: &str) {
             },
         }
     }));
+    Listing(cat)
 }
 
 fn spawn_refresh(cat: Arc<Catalog>) {

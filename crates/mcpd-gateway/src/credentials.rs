@@ -199,6 +199,11 @@ impl Credentials {
             _ => None,
         };
         let oauth = match cfg.kind {
+            K::TokenExchange if cfg.token_endpoint.is_none() && cfg.issuer.is_none() => {
+                return Err(format!(
+                    "upstream {id:?}: token_exchange sends callers' tokens to the authorization server: name it (credentials.issuer, or token_endpoint) rather than take the one the upstream names"
+                ))
+            }
             K::ClientCredentials | K::TokenExchange => {
                 let settings = Settings {
                     token_endpoint: cfg.token_endpoint.clone(),
@@ -284,8 +289,10 @@ impl Credentials {
         };
         let token = match (&self.shared.oauth, self.shared.kind) {
             (Some(oauth), CredentialKind::TokenExchange) => {
-                let whose = caller.principal.as_deref().unwrap_or(subject);
-                self.cached(whose, || oauth.token(Grant::Exchange(subject)))
+                // Per token, not per principal: the same principal's
+                // narrower token must not get what a broader one got.
+                let whose = subject_key(subject);
+                self.cached(&whose, || oauth.token(Grant::Exchange(subject)))
                     .await?
             }
             _ => subject.to_owned(),
@@ -293,14 +300,15 @@ impl Credentials {
         Ok(Some(("Authorization".into(), format!("Bearer {token}"))))
     }
 
-    /// The upstream refused a token (401): the cached ones are fetched
-    /// again on the next request.
+    /// The upstream refused a request (401): mcpd's own token is fetched
+    /// again on the next request (a caller's exchanged one lives out its
+    /// time: one caller's refusal does not drop everyone's).
     pub fn refused(&self) {
         self.shared
             .cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clear();
+            .remove("");
     }
 
     async fn cached<F, Fut>(&self, whose: &str, fetch: F) -> Result<String, String>
@@ -336,6 +344,13 @@ impl Credentials {
         );
         Ok(token)
     }
+}
+
+/// The cache key of a caller's token: its SHA-256, never the token.
+fn subject_key(token: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How mcpd authenticates at the token endpoint.

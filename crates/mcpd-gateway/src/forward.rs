@@ -17,7 +17,9 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{Protocol, Share, UpstreamConfig};
-use crate::link::wire::{meta_mut, OUTBOUND_HEADERS_KEY, PARAM_HEADERS_KEY, PASS_TASKS_KEY};
+use crate::link::wire::{
+    header_value, meta_mut, OUTBOUND_HEADERS_KEY, PARAM_HEADERS_KEY, PASS_TASKS_KEY,
+};
 use crate::pool::Pool;
 use crate::trace;
 use crate::upstream::{self, Event, EventSink, Health, Stop, UpstreamActor};
@@ -273,7 +275,8 @@ impl Upstream {
         let mut own = JsonObject::new();
         if let Some(c) = &ctx {
             if let (Some(name), Some(tenant)) = (&self.cfg.tenant_header, &c.caller().tenant) {
-                own.insert(name.clone(), Value::from(&**tenant));
+                // A tenant that is not visible ASCII goes as `=?base64?…?=`.
+                own.insert(name.clone(), Value::from(header_value(tenant)));
             }
             if let Some(creds) = &self.cfg.auth {
                 let header = creds.for_call(c.caller()).await.map_err(|why| {

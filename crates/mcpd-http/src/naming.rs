@@ -11,16 +11,49 @@ use mcpd_protocol::jsonrpc::Request;
 /// Who serves mcpd's own tools, prompts and resources.
 pub const OWN: &str = "mcpd";
 
+/// Who serves a resource URI on `/mcp`, as the aggregated catalogues say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// mcpd itself (no upstream lists it or could serve it).
+    Own,
+    /// The upstream that lists it.
+    Upstream(String),
+    /// Not listed: mcpd, or any of these upstreams (their templates), may
+    /// serve it.
+    Unknown(Vec<String>),
+}
+
+/// Finds a URI's [`Owner`].
+pub type ResourceOwners = Arc<dyn Fn(&str) -> Owner + Send + Sync>;
+
 /// How one endpoint names what it serves.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Names {
     /// Each gateway upstream's prefix on `/mcp`, by id.
     pub prefixes: Arc<HashMap<String, String>>,
     /// The upstream this endpoint passes everything to (`/mcp/{id}`).
     pub endpoint: Option<String>,
-    /// A virtual server's tool and prompt names: its name → the name on
-    /// `/mcp` (the one limits and policies are written against).
-    pub renamed: Arc<HashMap<String, String>>,
+    /// A virtual server's tool names: its name → the name on `/mcp` (the
+    /// one limits and policies are written against).
+    pub renamed_tools: Arc<HashMap<String, String>>,
+    /// The same for its prompts.
+    pub renamed_prompts: Arc<HashMap<String, String>>,
+    /// The aggregated upstreams' prefixes on `/mcp` and their ids, longest
+    /// prefix first: who serves a name on `/mcp` (none is empty: a policy
+    /// could not tell such an upstream's tools from mcpd's own).
+    pub owners: Arc<Vec<(String, String)>>,
+    /// Who serves a resource on `/mcp` (aggregated upstreams' resources
+    /// keep their URIs); `None`: mcpd, unless routed.
+    pub resource_owners: Option<ResourceOwners>,
+}
+
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Names")
+            .field("endpoint", &self.endpoint)
+            .field("owners", &self.owners)
+            .finish()
+    }
 }
 
 impl Names {
@@ -30,19 +63,53 @@ impl Names {
         r.server_id.as_deref().or(self.endpoint.as_deref())
     }
 
-    /// A tool or prompt `name` (routed to `upstream`) as `/mcp` lists it.
-    pub fn listed<'a>(&'a self, upstream: Option<&str>, name: &'a str) -> Cow<'a, str> {
+    /// A tool (`prompt`: a prompt) `name`, routed to `upstream`, as `/mcp`
+    /// lists it.
+    pub fn listed<'a>(
+        &'a self,
+        upstream: Option<&str>,
+        name: &'a str,
+        prompt: bool,
+    ) -> Cow<'a, str> {
         if upstream.is_none() {
-            if let Some(original) = self.renamed.get(name) {
+            let renamed = match prompt {
+                true => &self.renamed_prompts,
+                false => &self.renamed_tools,
+            };
+            if let Some(original) = renamed.get(name) {
                 return Cow::Borrowed(original);
             }
         }
         listed(&self.prefixes, upstream, name)
     }
 
-    /// Who serves the tool or prompt `listed` (a name as `/mcp` lists it).
+    /// Who may serve resource `uri` (routed to `upstream`): a policy
+    /// decides a resource for each (all must allow it).
+    pub fn resource_servers(&self, upstream: Option<&str>, uri: &str) -> Vec<String> {
+        if let Some(id) = upstream {
+            return vec![id.to_owned()];
+        }
+        match self.resource_owners.as_ref().map(|o| o(uri)) {
+            None | Some(Owner::Own) => vec![OWN.to_owned()],
+            Some(Owner::Upstream(id)) => vec![id],
+            Some(Owner::Unknown(mut ids)) => {
+                ids.insert(0, OWN.to_owned());
+                ids
+            }
+        }
+    }
+
+    /// Who serves the tool or prompt `listed` (a name as `/mcp` lists it):
+    /// the upstream it was routed to, else the aggregated upstream whose
+    /// prefix it carries (the longest), else mcpd.
     pub fn server<'a>(&'a self, upstream: Option<&'a str>, listed: &str) -> &'a str {
-        server(&self.prefixes, upstream, listed)
+        if let Some(id) = upstream {
+            return id;
+        }
+        self.owners
+            .iter()
+            .find(|(prefix, _)| listed.starts_with(prefix.as_str()))
+            .map_or(OWN, |(_, id)| id.as_str())
     }
 }
 
@@ -59,44 +126,63 @@ pub fn listed<'a>(
     }
 }
 
-/// Who serves a tool or prompt named `listed` on `/mcp`: the upstream it
-/// was routed to, else the one whose prefix the name carries (the
-/// longest), else one that aggregates with no prefix, else mcpd.
-pub fn server<'a>(
-    prefixes: &'a HashMap<String, String>,
-    upstream: Option<&'a str>,
-    listed: &str,
-) -> &'a str {
-    if let Some(id) = upstream {
-        return id;
-    }
-    let by_prefix = prefixes
-        .iter()
-        .filter(|(_, p)| !p.is_empty() && listed.starts_with(p.as_str()))
-        .max_by_key(|(_, p)| p.len())
-        .or_else(|| prefixes.iter().find(|(_, p)| p.is_empty()));
-    by_prefix.map_or(OWN, |(id, _)| id.as_str())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_and_servers_are_the_same_every_way_in() {
-        let p: HashMap<String, String> = [
-            ("crm".to_string(), "crm__".to_string()),
-            ("crm2".to_string(), "crm__v2__".to_string()),
-        ]
-        .into();
-        assert_eq!(listed(&p, Some("crm"), "find"), "crm__find");
-        assert_eq!(listed(&p, None, "crm__find"), "crm__find");
-        assert_eq!(server(&p, None, "crm__find"), "crm");
-        assert_eq!(server(&p, None, "crm__v2__find"), "crm2");
-        assert_eq!(server(&p, Some("crm"), "x"), "crm");
-        assert_eq!(server(&p, None, "echo"), OWN);
-        let mut bare = p.clone();
-        bare.insert("only".into(), String::new());
-        assert_eq!(server(&bare, None, "echo"), "only");
+        let names = Names {
+            prefixes: Arc::new(
+                [
+                    ("crm".to_string(), "crm__".to_string()),
+                    ("crm2".to_string(), "crm__v2__".to_string()),
+                    ("hidden".to_string(), "hidden__".to_string()),
+                ]
+                .into(),
+            ),
+            owners: Arc::new(vec![
+                ("crm__v2__".into(), "crm2".into()),
+                ("crm__".into(), "crm".into()),
+            ]),
+            renamed_tools: Arc::new([("find".to_string(), "crm__search".to_string())].into()),
+            ..Default::default()
+        };
+        assert_eq!(names.listed(Some("crm"), "find", false), "crm__find");
+        assert_eq!(names.listed(None, "find", false), "crm__search");
+        assert_eq!(
+            names.listed(None, "find", true),
+            "find",
+            "a prompt is not the tool"
+        );
+        assert_eq!(names.server(None, "crm__find"), "crm");
+        assert_eq!(names.server(None, "crm__v2__find"), "crm2");
+        assert_eq!(names.server(Some("crm"), "x"), "crm");
+        assert_eq!(names.server(None, "echo"), OWN);
+        assert_eq!(
+            names.server(None, "hidden__x"),
+            OWN,
+            "not aggregated: not on /mcp"
+        );
+    }
+
+    /// A resource on `/mcp` is the upstream's that lists it; one nobody
+    /// lists may be mcpd's or that of any upstream with templates (each
+    /// must allow it); routed, the route's.
+    #[test]
+    fn a_resource_s_servers_are_who_may_serve_it() {
+        let names = Names {
+            resource_owners: Some(Arc::new(|uri: &str| match uri {
+                "crm://a" => Owner::Upstream("crm".into()),
+                "own://x" => Owner::Own,
+                _ => Owner::Unknown(vec!["docs".into()]),
+            })),
+            ..Default::default()
+        };
+        assert_eq!(names.resource_servers(None, "crm://a"), ["crm"]);
+        assert_eq!(names.resource_servers(None, "own://x"), [OWN]);
+        assert_eq!(names.resource_servers(None, "docs://y"), [OWN, "docs"]);
+        assert_eq!(names.resource_servers(Some("crm"), "docs://y"), ["crm"]);
+        assert_eq!(Names::default().resource_servers(None, "crm://a"), [OWN]);
     }
 }

@@ -196,7 +196,9 @@ impl Security {
         };
         let who = self.client_key(access, req);
         let name_of = |r: &mcpd_protocol::jsonrpc::Request, name: &str| {
-            self.names.listed(self.names.routed(r), name).into_owned()
+            self.names
+                .listed(self.names.routed(r), name, false)
+                .into_owned()
         };
         let tenant = access.caller.tenant.as_deref();
         quotas.check(&who, tenant, messages, name_of, metrics).await

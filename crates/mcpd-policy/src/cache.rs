@@ -21,13 +21,19 @@ pub(crate) struct Tags {
 }
 
 impl Tags {
-    /// The tags named in the policies' text.
+    /// The tags named in the policies' text: the string literal after
+    /// each `hasTag` / `getTag` and its `(` (spaces and comments allowed
+    /// between); anything else there (an expression, an escape) means any
+    /// tag may matter.
     pub(crate) fn of(text: &str) -> Self {
         let mut tags = Self::default();
-        for call in ["hasTag(", "getTag("] {
+        for call in ["hasTag", "getTag"] {
             for (at, _) in text.match_indices(call) {
-                let rest = text[at + call.len()..].trim_start();
-                match literal(rest) {
+                let rest = skip_blank(&text[at + call.len()..]);
+                let Some(rest) = rest.strip_prefix('(') else {
+                    continue; // another identifier (`hasTags`), or prose
+                };
+                match literal(skip_blank(rest)) {
                     Some(name) if !tags.named.contains(&name) => tags.named.push(name),
                     Some(_) => {}
                     None => tags.any = true,
@@ -43,18 +49,23 @@ impl Tags {
     }
 }
 
-/// The string literal `s` starts with, unescaped (`None`: not a literal).
-fn literal(s: &str) -> Option<String> {
-    let mut chars = s.strip_prefix('"')?.chars();
-    let mut out = String::new();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return Some(out),
-            '\\' => out.push(chars.next()?),
-            c => out.push(c),
+/// `s` past its leading white space and `//` comments.
+fn skip_blank(mut s: &str) -> &str {
+    loop {
+        s = s.trim_start();
+        match s.strip_prefix("//") {
+            Some(comment) => s = comment.split_once('\n').map_or("", |(_, rest)| rest),
+            None => return s,
         }
     }
-    None
+}
+
+/// The plain string literal `s` starts with (`None`: not a literal, or
+/// one with an escape, whose value is not read here).
+fn literal(s: &str) -> Option<String> {
+    let body = s.strip_prefix('"')?;
+    let end = body.find(['"', '\\'])?;
+    (body.as_bytes()[end] == b'"').then(|| body[..end].to_owned())
 }
 
 /// Decisions by question, for one policy set.
@@ -130,11 +141,13 @@ mod tests {
     #[test]
     fn the_tags_named_are_found_and_an_expression_means_all() {
         let t = Tags::of(
-            r#"when { principal.hasTag("groups") && principal.getTag( "te\"am").contains("x") }"#,
+            "when { principal.hasTag (\"groups\") && principal.getTag( // the team\n \"team\").contains(\"x\") }",
         );
-        assert!(t.wants("groups") && t.wants("te\"am") && !t.wants("email"));
+        assert!(t.wants("groups") && t.wants("team") && !t.wants("email"));
         let t =
             Tags::of("when { context.arguments.getTag(context.arguments.getTag(\"k\")) == \"x\" }");
         assert!(t.wants("anything"));
+        let escaped = Tags::of(r#"when { principal.hasTag("te\"am") }"#);
+        assert!(escaped.wants("email"), "an escape: any tag may matter");
     }
 }

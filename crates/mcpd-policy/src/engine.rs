@@ -51,6 +51,9 @@ impl Names {
     }
 }
 
+/// The longest question remembered, in bytes.
+const MAX_KEY: usize = 4096;
+
 /// A validated policy set.
 pub struct Engine {
     policies: PolicySet,
@@ -199,7 +202,10 @@ impl Engine {
             return d;
         }
         let d = self.evaluate(principal, ask);
-        self.decisions.put(key, &d);
+        // A question carrying large arguments is not kept.
+        if key.len() <= MAX_KEY {
+            self.decisions.put(key, &d);
+        }
         d
     }
 

@@ -32,8 +32,9 @@ impl Policies {
     /// Loads `paths` (files, or directories of `.cedar` files): the first
     /// problem, on one line, when they do not validate.
     pub fn load(paths: Vec<PathBuf>) -> Result<Arc<Self>, String> {
-        let engine = load(&paths)?;
+        // Seen before loaded: an edit in between is loaded by the next look.
         let seen = snapshot(&paths);
+        let engine = load(&paths)?;
         tracing::info!(policies = engine.len(), "policies loaded");
         Ok(Arc::new(Self {
             paths,

@@ -56,6 +56,7 @@ pub(crate) fn authenticator_for(
 ) -> Result<Option<Arc<Authenticator>>, ConfigError> {
     let mut own = config.clone();
     own.auth.resource = virtual_resource(config, v);
+    own.auth.audiences = v.audiences.clone();
     if !v.scopes.is_empty() {
         own.auth.scopes_supported = v.scopes.clone();
     }

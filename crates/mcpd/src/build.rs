@@ -31,6 +31,9 @@ pub struct Endpoint {
     pub upstreams: Vec<(String, Endpoint)>,
     /// Virtual servers (`[[virtual_server]]`): (id, its endpoint).
     pub virtual_servers: Vec<(String, Endpoint)>,
+    /// Who serves a resource URI in the catalogue (mcpd, or which
+    /// aggregated upstream): what a policy decides a resource by.
+    pub resource_owners: Option<mcpd_http::naming::ResourceOwners>,
     /// The Redis store the replicas share, when configured.
     pub redis: Option<Arc<RedisStore>>,
 }
@@ -75,7 +78,7 @@ pub(crate) fn build_on(
     let gateway = gateway::Upstreams::start(config, &mut server);
     let metrics = server.metrics.clone();
     let server = Arc::new(server);
-    gateway.aggregate(&server, config);
+    let resource_owners = gateway.aggregate(&server, config);
     let tasks = config.tasks.enabled.then(|| {
         mcpd_core::Tasks::new(
             stores.tasks.clone(),
@@ -102,6 +105,7 @@ pub(crate) fn build_on(
     for task in background {
         actix_rt::spawn(task);
     }
+    core.resource_owners = resource_owners;
     for (id, s) in gateway.endpoints(config, &metrics) {
         // Pass-through endpoints share the replica's task service: a call
         // of the upstream's tool may be a task in mcpd's store.
@@ -174,6 +178,7 @@ fn core_for(
         stateless,
         upstreams: Vec::new(),
         virtual_servers: Vec::new(),
+        resource_owners: None,
         redis: stores.redis.clone(),
     }
 }

@@ -39,8 +39,8 @@ pub use auth::AuthSection;
 pub use cli::Cli;
 pub use error::ConfigError;
 pub use gateway::{
-    upstream_ids, upstream_prefixes, upstream_scopes, upstreams_take_caller_token, GatewaySection,
-    Upstream,
+    upstream_ids, upstream_owners, upstream_prefixes, upstream_scopes, upstreams_take_caller_token,
+    GatewaySection, Upstream,
 };
 pub use http::HttpSection;
 pub use limits::LimitsSection;
@@ -228,6 +228,14 @@ impl Config {
         self.rate_limit.validate()?;
         self.auth.validate()?;
         self.policy.validate(self.auth.enabled)?;
+        if let Some(id) = gateway::unprefixed(&self.upstream).filter(|_| self.policy.enabled()) {
+            return Err(error::bad(
+                "upstream.prefix",
+                format!(
+                    "upstream {id:?} aggregates with no prefix, so a policy could not tell its tools from mcpd's own (resource in Mcp::Server::\"{id}\"): give it a prefix, or leave [policy] out"
+                ),
+            ));
+        }
         let tenants = self.auth.enabled && !self.auth.tenant_claim.is_empty();
         if let Some(i) = self.rate_limit.rule.iter().position(|r| r.per == "tenant") {
             if !tenants {
@@ -239,7 +247,7 @@ impl Config {
         }
         gateway::validate_upstreams(&self.upstream, &self.gateway.separator)?;
         let upstream_ids: Vec<&str> = upstream_ids(&self.upstream);
-        virtual_server::validate(&self.virtual_server, &upstream_ids)?;
+        virtual_server::validate(&self.virtual_server, &upstream_ids, &self.http.path)?;
         self.gateway.validate()?;
         self.tracing.validate()?;
         self.server.validate()?;

@@ -86,6 +86,7 @@ pub(crate) fn serve_core(
         stateless,
         upstreams,
         virtual_servers,
+        resource_owners,
         redis,
     } = core;
     #[cfg(feature = "auth")]
@@ -115,10 +116,14 @@ pub(crate) fn serve_core(
         &config.upstream,
         &config.gateway.separator,
     ));
+    let owners = Arc::new(crate::config::upstream_owners(
+        &config.upstream,
+        &config.gateway.separator,
+    ));
     let security = |auth: Option<Arc<mcpd_http::security::Authenticator>>,
                     endpoint_scopes: Vec<String>,
                     endpoint_upstream: Option<String>,
-                    renamed: std::collections::HashMap<String, String>| {
+                    renamed: [std::collections::HashMap<String, String>; 2]| {
         mcpd_http::Security {
             auth,
             requests: requests.clone(),
@@ -127,7 +132,10 @@ pub(crate) fn serve_core(
             names: mcpd_http::naming::Names {
                 prefixes: upstream_prefixes.clone(),
                 endpoint: endpoint_upstream,
-                renamed: Arc::new(renamed),
+                renamed_tools: Arc::new(renamed[0].clone()),
+                renamed_prompts: Arc::new(renamed[1].clone()),
+                owners: owners.clone(),
+                resource_owners: resource_owners.clone(),
             },
             client_ip_header: Some(config.rate_limit.client_ip_header.clone())
                 .filter(|h| !h.is_empty()),
@@ -173,12 +181,13 @@ pub(crate) fn serve_core(
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         #[cfg(not(feature = "auth"))]
         let own = None;
-        let renamed = v
-            .tool
-            .iter()
-            .chain(&v.prompt)
-            .map(|p| (p.name().to_owned(), p.from.clone()))
-            .collect();
+        let of = |picks: &[crate::config::Pick]| {
+            picks
+                .iter()
+                .map(|p| (p.name().to_owned(), p.from.clone()))
+                .collect()
+        };
+        let renamed = [of(&v.tool), of(&v.prompt)];
         endpoints.push(web::Data::new(AppState {
             node: core.node,
             stateless: core.stateless,

@@ -259,6 +259,16 @@ impl Oauth {
             .as_str()
             .ok_or_else(|| format!("upstream {up:?}: its protected-resource metadata names no authorization server"))?
             .to_owned();
+        // The upstream names where tokens come from: only a server mcpd
+        // was told to trust (`issuer`), over https (loopback aside).
+        if let Some(trusted) = &self.issuer {
+            if trusted.trim_end_matches('/') != server.trim_end_matches('/') {
+                return Err(format!(
+                    "upstream {up:?}: its metadata names the authorization server {server}, not credentials.issuer {trusted}"
+                ));
+            }
+        }
+        secure(up, "authorization server", &server)?;
         let mut as_urls = well_known(&server, "oauth-authorization-server");
         as_urls.push(format!(
             "{}/.well-known/openid-configuration",
@@ -271,6 +281,14 @@ impl Oauth {
             .as_str()
             .ok_or_else(|| format!("upstream {up:?}: {server}'s metadata has no token_endpoint"))?
             .to_owned();
+        // RFC 8414 §3.3: the metadata is the issuer's own.
+        let issuer = meta["issuer"].as_str().unwrap_or_default();
+        if issuer.trim_end_matches('/') != server.trim_end_matches('/') {
+            return Err(format!(
+                "upstream {up:?}: the metadata fetched for {server} names the issuer {issuer:?} (RFC 8414 wants them the same)"
+            ));
+        }
+        secure(up, "token endpoint", &token)?;
         Ok(Endpoint {
             token,
             issuer: self
@@ -302,6 +320,24 @@ impl Oauth {
             }
         }
         Err(last)
+    }
+}
+
+/// `url` is https, or plain http to this machine.
+fn secure(upstream: &str, what: &str, url: &str) -> Result<(), String> {
+    let loopback = [
+        "http://127.",
+        "http://localhost:",
+        "http://localhost/",
+        "http://[::1]",
+    ]
+    .iter()
+    .any(|p| url.starts_with(p));
+    match url.starts_with("https://") || loopback {
+        true => Ok(()),
+        false => Err(format!(
+            "upstream {upstream:?}: its {what} {url} is not https: no secret or token is sent there"
+        )),
     }
 }
 

@@ -140,7 +140,12 @@ pub(crate) async fn authorize(
     creds: Option<&crate::credentials::Credentials>,
     call: &[(String, String)],
 ) -> Result<reqwest::RequestBuilder, String> {
-    if let Some(c) = creds {
+    // A call with its own Authorization does not wait for the
+    // connection's token (nor fail with its authorization server).
+    let own = call
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    if let Some(c) = creds.filter(|_| !own) {
         if let Some((name, value)) = c.connection().await? {
             if !call.iter().any(|(k, _)| k.eq_ignore_ascii_case(&name)) {
                 b = b.header(name, value);

@@ -127,7 +127,8 @@ pub(super) fn visibility(
     Some(Arc::new(
         move |kind: Listed, upstream: Option<&str>, name: &str| {
             let listed = match kind {
-                Listed::Tool | Listed::Prompt => names.listed(upstream, name),
+                Listed::Tool => names.listed(upstream, name, false),
+                Listed::Prompt => names.listed(upstream, name, true),
                 Listed::Resource | Listed::Template => name.into(),
             };
             if hide && kind == Listed::Tool {
@@ -144,17 +145,22 @@ pub(super) fn visibility(
                 Listed::Prompt => Target::Prompt(&listed),
                 Listed::Resource | Listed::Template => Target::Resource(&listed),
             };
-            let server = match kind {
-                Listed::Tool | Listed::Prompt => names.server(upstream, &listed),
-                Listed::Resource | Listed::Template => upstream.unwrap_or(naming::OWN),
+            let allows = |server: &str| {
+                let ask = Ask {
+                    target,
+                    server,
+                    arguments: None,
+                    listing: true,
+                };
+                policy.decide(&p, &ask).allowed
             };
-            let ask = Ask {
-                target,
-                server,
-                arguments: None,
-                listing: true,
-            };
-            policy.decide(&p, &ask).allowed
+            match kind {
+                Listed::Tool | Listed::Prompt => allows(names.server(upstream, &listed)),
+                Listed::Resource | Listed::Template => names
+                    .resource_servers(upstream, &listed)
+                    .iter()
+                    .all(|s| allows(s)),
+            }
         },
     ))
 }
@@ -177,7 +183,7 @@ pub(super) fn check_policy(
     let (target, listed);
     match kind {
         Method::ToolsCall | Method::PromptsGet => {
-            listed = names.listed(upstream, name);
+            listed = names.listed(upstream, name, kind == Method::PromptsGet);
             target = match kind {
                 Method::ToolsCall => Target::Tool(&listed),
                 _ => Target::Prompt(&listed),
@@ -186,25 +192,32 @@ pub(super) fn check_policy(
         Method::ResourcesRead | Method::ResourcesSubscribe => target = Target::Resource(name),
         _ => return Ok(()),
     }
-    let server = match target {
-        Target::Resource(_) => upstream.unwrap_or(naming::OWN),
-        _ => names.server(upstream, target.name()),
-    };
+    // A resource on `/mcp` whose server cannot be known before it is read
+    // (an upstream's template may serve it) must be allowed for each.
     let arguments = r
         .params
         .as_ref()
         .and_then(|p| p.get("arguments"))
         .and_then(serde_json::Value::as_object);
-    let ask = Ask {
-        target,
-        server,
-        arguments,
-        listing: false,
+    let refusal = |server: &str| {
+        let ask = Ask {
+            target,
+            server,
+            arguments,
+            listing: false,
+        };
+        Some(policy.decide(p, &ask)).filter(|d| !d.allowed)
     };
-    let d = policy.decide(p, &ask);
-    if d.allowed {
+    let denied = match target {
+        Target::Resource(uri) => names
+            .resource_servers(upstream, uri)
+            .iter()
+            .find_map(|s| refusal(s)),
+        _ => refusal(names.server(upstream, target.name())),
+    };
+    let Some(d) = denied else {
         return Ok(());
-    }
+    };
     let what = format!("{} {}", target.action(), target.name());
     if let Some(scope) = &d.scope {
         let needed = [scope.clone()];
@@ -254,14 +267,13 @@ pub(super) fn check_request(
     names: &naming::Names,
     metrics: &Metrics,
 ) -> Result<(), HttpError> {
-    // A virtual server's tool needs what the tool it serves needs.
+    // A tool needs its scopes under its name on `/mcp`, whichever way it
+    // is called (`/mcp/{id}`, `server_id`, a virtual server's name).
     let tool = (r.kind == Some(Method::ToolsCall))
         .then(|| r.target())
         .flatten()
-        .map(|t| match r.server_id {
-            None => names.renamed.get(t).map_or(t, String::as_str),
-            Some(_) => t,
-        });
+        .map(|t| names.listed(names.routed(r), t, false));
+    let tool = tool.as_deref();
     let mut needed = auth.scopes_for(&r.method, tool);
     for s in endpoint_scopes.iter().cloned().chain(upstream_scopes(
         ups,

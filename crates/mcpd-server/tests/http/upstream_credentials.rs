@@ -149,8 +149,12 @@ fn credentials_that_cannot_work_are_refused_at_start() {
             "need a client secret",
         ),
         (
-            "type = \"token_exchange\"\nclient_id = \"c\"\nclient_secret = \"s\"\nprivate_key_file = \"/nonexistent.pem\"\n",
+            "type = \"client_credentials\"\nclient_id = \"c\"\nclient_secret = \"s\"\nprivate_key_file = \"/nonexistent.pem\"\n",
             "a client_secret or a private_key_file, not both",
+        ),
+        (
+            "type = \"token_exchange\"\nclient_id = \"c\"\nclient_secret = \"s\"\n",
+            "token_exchange sends callers' tokens to the authorization server: name it",
         ),
         (
             "type = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_file = \"/nonexistent.pem\"\n",

@@ -37,11 +37,41 @@ impl Upstreams {
     }
 
     /// Adds the tools of the upstreams that ask for it to `server`'s
-    /// catalogue, under `{id}{separator}`.
-    pub(super) fn aggregate(&self, server: &Arc<McpServer>, config: &Config) {
-        for up in self.0.upstreams.iter().filter(|u| u.config().aggregate) {
-            mcpd_gateway::catalog::aggregate(up.clone(), server, &config.gateway.separator);
+    /// catalogue, under `{id}{separator}`; who serves a resource URI
+    /// there (aggregated resources keep their URIs).
+    pub(super) fn aggregate(
+        &self,
+        server: &Arc<McpServer>,
+        config: &Config,
+    ) -> Option<mcpd_http::naming::ResourceOwners> {
+        use mcpd_gateway::catalog::Claim;
+        use mcpd_http::naming::Owner;
+        let listings: Vec<_> = self
+            .0
+            .upstreams
+            .iter()
+            .filter(|u| u.config().aggregate)
+            .map(|up| {
+                mcpd_gateway::catalog::aggregate(up.clone(), server, &config.gateway.separator)
+            })
+            .collect();
+        if listings.is_empty() {
+            return None;
         }
+        Some(Arc::new(move |uri: &str| {
+            let mut maybe = Vec::new();
+            for l in &listings {
+                match l.claims(uri) {
+                    Claim::Listed => return Owner::Upstream(l.id().to_owned()),
+                    Claim::Maybe => maybe.push(l.id().to_owned()),
+                    Claim::No => {}
+                }
+            }
+            match maybe.is_empty() {
+                true => Owner::Own,
+                false => Owner::Unknown(maybe),
+            }
+        }))
     }
 
     /// Each upstream's pass-through server, by id: everything it is asked

@@ -16,7 +16,13 @@ impl Upstreams {
         Self
     }
 
-    pub(super) fn aggregate(&self, _: &Arc<McpServer>, _: &Config) {}
+    pub(super) fn aggregate(
+        &self,
+        _: &Arc<McpServer>,
+        _: &Config,
+    ) -> Option<mcpd_http::naming::ResourceOwners> {
+        None
+    }
 
     pub(super) fn endpoints(&self, _: &Config, _: &Arc<Metrics>) -> Vec<(String, McpServer)> {
         Vec::new()

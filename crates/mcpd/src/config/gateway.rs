@@ -135,6 +135,41 @@ pub fn upstream_scopes(upstreams: &[Upstream]) -> std::collections::HashMap<Stri
     }
 }
 
+/// The aggregated upstreams' non-empty prefixes on `/mcp` and their ids,
+/// longest prefix first (then by id): who serves a name on `/mcp`.
+pub fn upstream_owners(upstreams: &[Upstream], separator: &str) -> Vec<(String, String)> {
+    #[cfg(feature = "gateway")]
+    {
+        let mut owners: Vec<(String, String)> = upstreams
+            .iter()
+            .filter(|u| u.aggregate)
+            .map(|u| (u.prefix(separator), u.id.clone()))
+            .filter(|(p, _)| !p.is_empty())
+            .collect();
+        owners.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.1.cmp(&b.1)));
+        owners
+    }
+    #[cfg(not(feature = "gateway"))]
+    {
+        let _ = (upstreams, separator);
+        Vec::new()
+    }
+}
+
+/// An aggregated upstream with no prefix (`prefix = ""`), if any.
+pub(super) fn unprefixed(upstreams: &[Upstream]) -> Option<&str> {
+    #[cfg(feature = "gateway")]
+    return upstreams
+        .iter()
+        .find(|u| u.aggregate && u.prefix.as_deref() == Some(""))
+        .map(|u| u.id.as_str());
+    #[cfg(not(feature = "gateway"))]
+    {
+        let _ = upstreams;
+        None
+    }
+}
+
 /// The upstreams' ids.
 pub fn upstream_ids(upstreams: &[Upstream]) -> Vec<&str> {
     #[cfg(feature = "gateway")]

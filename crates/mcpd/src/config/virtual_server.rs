@@ -28,6 +28,10 @@ pub struct VirtualServer {
     /// `auth.resource` + `/{id}`).
     #[serde(default)]
     pub resource: Option<String>,
+    /// Further audiences its tokens may name besides `resource` (a token
+    /// for `/mcp` is not one of them; `auth.audiences` is `/mcp`'s).
+    #[serde(default)]
+    pub audiences: Vec<String>,
     /// The tools it serves.
     #[serde(default)]
     pub tool: Vec<Pick>,
@@ -63,9 +67,11 @@ impl Pick {
 }
 
 /// Each virtual server is valid, and its id names one endpoint only.
+/// `http_path`: where `/mcp` is served (a virtual server at `{it}/{id}`).
 pub(super) fn validate(
     servers: &[VirtualServer],
     upstream_ids: &[&str],
+    http_path: &str,
 ) -> Result<(), ConfigError> {
     let mut ids = std::collections::HashSet::new();
     for (i, v) in servers.iter().enumerate() {
@@ -126,8 +132,21 @@ pub(super) fn validate(
             ));
         }
         if let Some(r) = &v.resource {
-            if !r.starts_with("https://") && !r.starts_with("http://") {
-                return Err(bad(&at("resource"), format!("{r:?} is not an http(s) URL")));
+            let rest = r
+                .strip_prefix("https://")
+                .or_else(|| r.strip_prefix("http://"))
+                .ok_or_else(|| bad(&at("resource"), format!("{r:?} is not an http(s) URL")))?;
+            // Its metadata document is served at the path of its endpoint.
+            let path = rest
+                .find('/')
+                .map_or("", |i| &rest[i..])
+                .trim_end_matches('/');
+            let served = format!("{}/{}", http_path.trim_end_matches('/'), v.id);
+            if !path.ends_with(&served) {
+                return Err(bad(
+                    &at("resource"),
+                    format!("{r:?} must be the URL of {served}, where it is served"),
+                ));
             }
         }
     }
