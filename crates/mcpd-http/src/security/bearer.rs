@@ -168,46 +168,95 @@ pub(super) fn visibility(
 /// A call, prompt or read that the policies deny: refused with 403
 /// `insufficient_scope` when a deciding `forbid` names a scope the token
 /// lacks, else with the JSON-RPC error `-32003` naming the policies (in
-/// band: the request was understood, and refused).
+/// band: the request was understood, and refused). A completion is
+/// decided as its prompt or resource is listed; a listen stream's
+/// resource subscriptions as reads of them.
 pub(super) fn check_policy(
+    policy: &dyn Policy,
+    who: (&Authenticator, &Principal),
+    r: &Request,
+    names: &naming::Names,
+    metrics: &Metrics,
+) -> Result<(), HttpError> {
+    let Some(kind) = r.kind else {
+        return Ok(());
+    };
+    let upstream = names.routed(r);
+    let params = r.params.as_ref();
+    let check = |target: Target<'_>, arguments, listing| {
+        decided(policy, who, r, names, metrics, (target, arguments, listing))
+    };
+    match kind {
+        Method::ToolsCall | Method::PromptsGet => {
+            let Some(name) = r.target() else {
+                return Ok(());
+            };
+            let prompt = kind == Method::PromptsGet;
+            let listed = names.listed(upstream, name, prompt);
+            let target = match prompt {
+                true => Target::Prompt(&listed),
+                false => Target::Tool(&listed),
+            };
+            let arguments = params
+                .and_then(|p| p.get("arguments"))
+                .and_then(serde_json::Value::as_object);
+            check(target, arguments, false)
+        }
+        Method::ResourcesRead | Method::ResourcesSubscribe => match r.target() {
+            Some(uri) => check(Target::Resource(uri), None, false),
+            None => Ok(()),
+        },
+        Method::CompletionComplete => {
+            let reference = params.and_then(|p| p.get("ref"));
+            let field = |k: &str| reference.and_then(|r| r.get(k)).and_then(|v| v.as_str());
+            match (field("type"), field("name"), field("uri")) {
+                (Some("ref/prompt"), Some(name), _) => {
+                    let listed = names.listed(upstream, name, true);
+                    check(Target::Prompt(&listed), None, true)
+                }
+                (Some("ref/resource"), _, Some(uri)) => check(Target::Resource(uri), None, true),
+                _ => Ok(()),
+            }
+        }
+        Method::SubscriptionsListen => {
+            let uris = params
+                .and_then(|p| p.get("notifications"))
+                .and_then(|n| n.get("resourceSubscriptions"))
+                .and_then(|u| u.as_array());
+            for uri in uris.into_iter().flatten().filter_map(|u| u.as_str()) {
+                check(Target::Resource(uri), None, false)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The decision on one target of `r`; its refusal.
+fn decided(
     policy: &dyn Policy,
     (auth, p): (&Authenticator, &Principal),
     r: &Request,
     names: &naming::Names,
     metrics: &Metrics,
+    (target, arguments, listing): (
+        Target<'_>,
+        Option<&serde_json::Map<String, serde_json::Value>>,
+        bool,
+    ),
 ) -> Result<(), HttpError> {
-    let (Some(kind), Some(name)) = (r.kind, r.target()) else {
-        return Ok(());
-    };
     let upstream = names.routed(r);
-    let (target, listed);
-    match kind {
-        Method::ToolsCall | Method::PromptsGet => {
-            listed = names.listed(upstream, name, kind == Method::PromptsGet);
-            target = match kind {
-                Method::ToolsCall => Target::Tool(&listed),
-                _ => Target::Prompt(&listed),
-            };
-        }
-        Method::ResourcesRead | Method::ResourcesSubscribe => target = Target::Resource(name),
-        _ => return Ok(()),
-    }
-    // A resource on `/mcp` whose server cannot be known before it is read
-    // (an upstream's template may serve it) must be allowed for each.
-    let arguments = r
-        .params
-        .as_ref()
-        .and_then(|p| p.get("arguments"))
-        .and_then(serde_json::Value::as_object);
     let refusal = |server: &str| {
         let ask = Ask {
             target,
             server,
             arguments,
-            listing: false,
+            listing,
         };
         Some(policy.decide(p, &ask)).filter(|d| !d.allowed)
     };
+    // A resource on `/mcp` whose server cannot be known before it is read
+    // (an upstream's template may serve it) must be allowed for each.
     let denied = match target {
         Target::Resource(uri) => names
             .resource_servers(upstream, uri)

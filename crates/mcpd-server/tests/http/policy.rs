@@ -131,6 +131,24 @@ async fn lists_and_calls_are_decided_by_the_policies_in_both_eras() {
         .await;
     assert_eq!(r.last()["result"]["content"][0]["text"], "xx", "{r:?}");
 
+    // A completion is decided as its prompt is listed: not for ann.
+    let r = ann
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greeting"},
+                   "argument": {"name": "name", "value": "A"}}),
+        )
+        .await;
+    let e = &r.last()["error"];
+    assert_eq!(e["code"], -32003, "{r:?}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("prompts/get greeting"),
+        "{e}"
+    );
+
     // The 2026-07-28 era: the same decisions, no session.
     let ann26 = with_token(
         &McpClient::new(&s.url),
@@ -156,6 +174,25 @@ async fn lists_and_calls_are_decided_by_the_policies_in_both_eras() {
     .await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.last()["error"]["code"], -32003, "{r:?}");
+    // A listen stream's resource subscriptions are reads of them.
+    let r = post(
+        &ann26,
+        &req(
+            3,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": ["demo://clock"]}}),
+        ),
+    )
+    .await;
+    let e = &r.last()["error"];
+    assert_eq!(e["code"], -32003, "{r:?}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("resources/read demo://clock"),
+        "{e}"
+    );
 }
 
 /// Through the gateway: an upstream's tools are the upstream's resources
