@@ -107,6 +107,14 @@ if start_mcpd conformance-server --toolset conformance; then
   run_conformance skills CONFORMANCE_LINE=0.2 CONFORMANCE_SCENARIOS="sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest"
 else count 0 1; fi
 
+summarise() {  # summarise LABEL LOG : count "LABEL: N passed, M failed"
+  local line p f
+  line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
+  p=$(echo "$line" | sed -E "s/$1: ([0-9]+) passed.*/\1/"); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  [ -n "$line" ] || { p=0; f=1; echo "FAIL $1: no summary line (see $2)"; }
+  count "$p" "$f"
+}
+
 # --- the same suite through mcpd as a gateway (pass-through to a fixture upstream) ---
 # 2025-11-25 to a stdio upstream, 2026-07-28 to an HTTP one spoken to in
 # 2026-07-28; each excludes its known gaps (tests/conformance/NOTES.md).
@@ -114,10 +122,7 @@ say "conformance through the gateway (an upstream of each era behind /mcp/fx)"
 bash "$ROOT/tests/conformance/gateway.sh" "$BIN_DIR/mcpd" "$LOGDIR/conformance-gateway" \
   2>"$LOGDIR/conformance-gateway.err" | tee "$LOGDIR/conformance-gateway.log"
 for label in gateway-session gateway-stateless gateway-tasks gateway-aggregated-session gateway-aggregated-stateless; do
-  line=$(grep -E "^\[$label\] conformance: [0-9]+ passed, [0-9]+ failed" "$LOGDIR/conformance-gateway.log" | tail -1)
-  cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
-  [ -n "$line" ] || { cp=0; cf=1; echo "FAIL $label: no summary line (see $LOGDIR/conformance-gateway.err)"; }
-  count "$cp" "$cf"
+  summarise "\[$label\] conformance" "$LOGDIR/conformance-gateway.log"
 done
 
 # --- the suite's client scenarios against mcpd's upstream client ---------------------
@@ -126,10 +131,7 @@ done
 say "conformance client scenarios through the gateway (mcpd's upstream client)"
 bash "$ROOT/tests/conformance/gateway-client.sh" "$BIN_DIR/mcpd" "$LOGDIR/conformance-client" \
   2>"$LOGDIR/conformance-client.err" | sed "s/^/[gateway-client] /" | tee "$LOGDIR/conformance-client.log"
-line=$(grep -E '^\[gateway-client\] conformance: [0-9]+ passed, [0-9]+ failed' "$LOGDIR/conformance-client.log" | tail -1)
-cp=$(echo "$line" | sed -E 's/.*conformance: ([0-9]+) passed.*/\1/'); cf=$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')
-[ -n "$line" ] || { cp=0; cf=1; echo "FAIL gateway-client: no summary line (see $LOGDIR/conformance-client.err)"; }
-count "$cp" "$cf"
+summarise '\[gateway-client\] conformance' "$LOGDIR/conformance-client.log"
 
 # --- interop with the official SDK clients -------------------------------------------
 if start_mcpd interop-server --toolset demo; then
@@ -142,13 +144,6 @@ if start_mcpd interop-server --toolset demo; then
 else count 0 1; fi
 
 # --- a real browser: CORS from an allowed and a foreign origin ----------------
-summarise() {  # summarise LABEL LOG : count "LABEL: N passed, M failed"
-  local line p f
-  line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
-  p=$(echo "$line" | sed -E "s/$1: ([0-9]+) passed.*/\1/"); f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
-  [ -n "$line" ] || { p=0; f=1; echo "FAIL $1: no summary line (see $2)"; }
-  count "$p" "$f"
-}
 say "browser (headless Chromium) against its own mcpd"
 NODE_DIR="${MCPD_INTEROP_CACHE:-/tmp/mcpd-interop-cache}/node"
 cp "$ROOT/tests/interop/browser.mjs" "$NODE_DIR/" 2>/dev/null

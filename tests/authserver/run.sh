@@ -90,9 +90,26 @@ introspection_client_id = "${AS_INTROSPECTION_CLIENT_ID}"
 introspection_client_secret = "${AS_INTROSPECTION_CLIENT_SECRET}"
 introspection_cache_secs = 1'
 
+# start_as NAME RESOURCES [ENV...]: the authorization server for RESOURCES (a comma list), its
+# output in $LOGS/NAME.as.*; sets ISSUER, or records the setup failure, stops all and returns 1.
+start_as() {
+    local name="$1" resources="$2" i
+    shift 2
+    env AS_PORT=0 AS_RESOURCE="$resources" "$@" node "$CACHE/node/server.mjs" \
+        >"$LOGS/$name.as.out" 2>"$LOGS/$name.as.err" &
+    PIDS+=("$!")
+    for i in $(seq 100); do grep -q '^authserver listening on ' "$LOGS/$name.as.out" && break; sleep 0.1; done
+    ISSUER="$(sed -n 's/^authserver listening on //p' "$LOGS/$name.as.out")"
+    if [ -z "$ISSUER" ]; then
+        record "FAIL $name/oauth:setup: the authorization server did not start: $(tail -c 300 "$LOGS/$name.as.err" | tr '\n' ' ')"
+        stop_all
+        return 1
+    fi
+}
+
 # ---- one scenario ---------------------------------------------------------------------------------
 run_scenario() {
-    local name="$1" as_env=() mcpd_extra="${MCPD_AUTH_TOML:-}" checks expect="" port issuer mcpd_pid as_pid i
+    local name="$1" as_env=() mcpd_extra="${MCPD_AUTH_TOML:-}" checks expect="" port issuer mcpd_pid i
     case "$name" in
         capped) as_env=(AS_TOKEN_TTL=5); checks=flow,expiry,rotation,cc ;;
         uncapped) as_env=(AS_TOKEN_TTL=5 AS_CLIENT_SCOPE_CAP=0); checks=flow,stepup,expiry,rotation,cc ;;
@@ -101,17 +118,8 @@ run_scenario() {
         *) record "FAIL $name/oauth:setup: unknown scenario $name"; return ;;
     esac
     port="$(free_port)"
-    env AS_PORT=0 AS_RESOURCE="http://127.0.0.1:$port/mcp" "${as_env[@]}" node "$CACHE/node/server.mjs" \
-        >"$LOGS/$name.as.out" 2>"$LOGS/$name.as.err" &
-    as_pid=$!
-    PIDS+=("$as_pid")
-    for i in $(seq 100); do grep -q '^authserver listening on ' "$LOGS/$name.as.out" && break; sleep 0.1; done
-    issuer="$(sed -n 's/^authserver listening on //p' "$LOGS/$name.as.out")"
-    if [ -z "$issuer" ]; then
-        record "FAIL $name/oauth:setup: the authorization server did not start: $(tail -c 300 "$LOGS/$name.as.err" | tr '\n' ' ')"
-        stop_all
-        return
-    fi
+    start_as "$name" "http://127.0.0.1:$port/mcp" "${as_env[@]}" || return
+    issuer="$ISSUER"
     export AS_INTROSPECTION_ENDPOINT="${issuer%/}/token/introspection"
     export AS_INTROSPECTION_CLIENT_ID="${AS_INTROSPECTION_CLIENT_ID:-mcpd-introspector}"
     export AS_INTROSPECTION_CLIENT_SECRET="${AS_INTROSPECTION_CLIENT_SECRET:-mcpd-introspector-secret}"
@@ -167,16 +175,8 @@ EOF
 run_gateway() {
     local gw up issuer i
     gw="$(free_port)" up="$(free_port)"
-    env AS_PORT=0 AS_RESOURCE="http://127.0.0.1:$gw/mcp,http://127.0.0.1:$up/mcp" node "$CACHE/node/server.mjs" \
-        >"$LOGS/gateway.as.out" 2>"$LOGS/gateway.as.err" &
-    PIDS+=("$!")
-    for i in $(seq 100); do grep -q '^authserver listening on ' "$LOGS/gateway.as.out" && break; sleep 0.1; done
-    issuer="$(sed -n 's/^authserver listening on //p' "$LOGS/gateway.as.out")"
-    if [ -z "$issuer" ]; then
-        record "FAIL gateway/oauth:setup: the authorization server did not start: $(tail -c 300 "$LOGS/gateway.as.err" | tr '\n' ' ')"
-        stop_all
-        return
-    fi
+    start_as gateway "http://127.0.0.1:$gw/mcp,http://127.0.0.1:$up/mcp" || return
+    issuer="$ISSUER"
     curl -fsS "${issuer%/}/_test/info" | python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin)["client_credentials_jwt_client"]["private_key_pem"])' \
         >"$LOGS/gateway.ccj.pem"
     local auth

@@ -73,6 +73,31 @@ impl Authenticator {
     /// `keys` checks JWTs; without them every token is introspected
     /// (`config.introspection` is then needed).
     pub fn new(config: AuthConfig, keys: Option<KeyStore>) -> Result<Self, String> {
+        Self::with_keys(config, keys.map(Arc::new))
+    }
+
+    /// The same trust (keys, introspection, replay cache) for another
+    /// resource this server serves: its own audience (`resource`, and
+    /// `audiences` besides), metadata document and, when given, the
+    /// scopes its metadata advertises.
+    pub fn for_resource(
+        &self,
+        resource: String,
+        audiences: Vec<String>,
+        scopes_supported: Option<Vec<String>>,
+    ) -> Result<Self, String> {
+        let mut config = self.config.clone();
+        config.resource = resource;
+        config.extra_audiences = audiences;
+        if let Some(s) = scopes_supported {
+            config.scopes_supported = s;
+        }
+        let mut other = Self::with_keys(config, self.keys.clone())?;
+        other.replay = self.replay.clone();
+        Ok(other)
+    }
+
+    fn with_keys(config: AuthConfig, keys: Option<Arc<KeyStore>>) -> Result<Self, String> {
         let metadata_url = metadata_url(&config.resource)?;
         if keys.is_none() && config.introspection.is_none() {
             return Err("no keys to verify tokens with and no introspection endpoint".into());
@@ -96,7 +121,7 @@ impl Authenticator {
         Ok(Self {
             config,
             verified: dashmap::DashMap::new(),
-            keys: keys.map(Arc::new),
+            keys,
             introspector,
             replay: Arc::new(MemoryReplayCache::default()),
             metadata_url,
@@ -307,6 +332,12 @@ fn credentials(value: &str) -> Result<(bool, &str), AuthError> {
         return Ok((true, token));
     }
     bearer(value).map(|t| (false, t))
+}
+
+/// The token of an `Authorization: Bearer …` value (`None`: another
+/// scheme, or none).
+pub fn bearer_token(value: &str) -> Option<&str> {
+    bearer(value).ok()
 }
 
 fn bearer(value: &str) -> Result<&str, AuthError> {

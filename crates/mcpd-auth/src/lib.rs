@@ -40,7 +40,7 @@ mod policy;
 mod principal;
 mod url;
 
-pub use authenticator::{Authenticator, Presented};
+pub use authenticator::{bearer_token, Authenticator, Presented};
 pub use config::AuthConfig;
 pub use dpop::{thumbprint, DpopMode, MemoryReplayCache, ReplayCache};
 pub use error::AuthError;

@@ -285,4 +285,17 @@ impl Registry {
                 .map(|d| (p.clone(), d))
         })
     }
+
+    /// Every prompt by name, each from the first provider that offers it
+    /// (the one [`Registry::prompt`] finds), in one pass.
+    pub fn prompts_by_name(&self) -> HashMap<String, Prompt> {
+        let c = self.snapshot();
+        let mut all = HashMap::new();
+        for p in &c.prompts {
+            for d in p.prompts() {
+                all.entry(d.name.clone()).or_insert(d);
+            }
+        }
+        all
+    }
 }

@@ -131,14 +131,7 @@ impl Actor for RequestActor {
         let deadline = self.deadline;
         ctx.run_later(deadline, move |act, ctx| {
             act.ctx.cancel();
-            let e = ErrorObject::new(
-                ErrorCode::REQUEST_TIMEOUT,
-                format!(
-                    "Request timed out after {} s (server limit)",
-                    deadline.as_secs_f64()
-                ),
-            );
-            act.finish(Err(e), ctx);
+            act.finish(Err(timed_out(deadline)), ctx);
         });
     }
 
@@ -160,4 +153,15 @@ impl Handler<Cancel> for RequestActor {
 /// request, so the in-flight cap bounds this queue.
 pub fn report_to(session: Recipient<RequestDone>, key: RequestKey) -> OnDone {
     Box::new(move |outcome| session.do_send(RequestDone { key, outcome }))
+}
+
+/// The error of a request that ran past its server-side limit `after`.
+pub(crate) fn timed_out(after: std::time::Duration) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::REQUEST_TIMEOUT,
+        format!(
+            "Request timed out after {} s (server limit)",
+            after.as_secs_f64()
+        ),
+    )
 }

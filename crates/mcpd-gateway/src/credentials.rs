@@ -349,8 +349,12 @@ impl Credentials {
 /// The cache key of a caller's token: its SHA-256, never the token.
 fn subject_key(token: &str) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(token.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    let mut key = String::with_capacity(64);
+    for b in sha2::Sha256::digest(token.as_bytes()) {
+        let _ = write!(key, "{b:02x}");
+    }
+    key
 }
 
 /// How mcpd authenticates at the token endpoint.

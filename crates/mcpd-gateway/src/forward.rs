@@ -272,8 +272,9 @@ impl Upstream {
         }
         // The call's own headers: the caller's tenant, and the caller's
         // token exchanged or passed on (`[upstream.credentials]`).
+        // (A child has no headers.)
         let mut own = JsonObject::new();
-        if let Some(c) = &ctx {
+        if let Some(c) = ctx.as_ref().filter(|_| !self.cfg.url.is_empty()) {
             if let (Some(name), Some(tenant)) = (&self.cfg.tenant_header, &c.caller().tenant) {
                 // A tenant that is not visible ASCII goes as `=?base64?…?=`.
                 own.insert(name.clone(), Value::from(header_value(tenant)));

@@ -61,13 +61,9 @@ impl Link {
         })
     }
 
-    pub fn send(&self, mut msg: Message) {
+    pub fn send(&self, msg: Message) {
         match self {
-            Self::Stdio(s) => {
-                // A child has no headers.
-                wire::take_outbound_of(&mut msg);
-                s.send(&msg)
-            }
+            Self::Stdio(s) => s.send(&msg),
             Self::Http(h) => {
                 actix::spawn(h.clone().post(msg));
             }

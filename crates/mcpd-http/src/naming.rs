@@ -86,16 +86,29 @@ impl Names {
     /// Who may serve resource `uri` (routed to `upstream`): a policy
     /// decides a resource for each (all must allow it).
     pub fn resource_servers(&self, upstream: Option<&str>, uri: &str) -> Vec<String> {
+        let mut all = Vec::new();
+        self.find_resource_server(upstream, uri, |s| {
+            all.push(s.to_owned());
+            None::<()>
+        });
+        all
+    }
+
+    /// [`Names::resource_servers`] visited in order without gathering
+    /// them: the first `Some` that `f` gives for one of them.
+    pub fn find_resource_server<T>(
+        &self,
+        upstream: Option<&str>,
+        uri: &str,
+        mut f: impl FnMut(&str) -> Option<T>,
+    ) -> Option<T> {
         if let Some(id) = upstream {
-            return vec![id.to_owned()];
+            return f(id);
         }
         match self.resource_owners.as_ref().map(|o| o(uri)) {
-            None | Some(Owner::Own) => vec![OWN.to_owned()],
-            Some(Owner::Upstream(id)) => vec![id],
-            Some(Owner::Unknown(mut ids)) => {
-                ids.insert(0, OWN.to_owned());
-                ids
-            }
+            None | Some(Owner::Own) => f(OWN),
+            Some(Owner::Upstream(id)) => f(&id),
+            Some(Owner::Unknown(ids)) => f(OWN).or_else(|| ids.iter().find_map(|id| f(id))),
         }
     }
 

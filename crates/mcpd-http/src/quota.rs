@@ -52,10 +52,16 @@ impl QuotaRule {
         let Some(tool) = tool.filter(|_| method == methods::TOOLS_CALL) else {
             return false;
         };
-        self.tools.iter().any(|p| match p.strip_suffix('*') {
-            Some(prefix) => tool.starts_with(prefix),
-            None => tool == p,
-        })
+        self.tools.iter().any(|p| matches(p, tool))
+    }
+}
+
+/// Whether `name` is `pattern`: the same string, or one starting with a
+/// pattern's prefix before its final `*`.
+pub fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
     }
 }
 
@@ -132,13 +138,13 @@ impl Quotas {
         name_of: impl Fn(&mcpd_protocol::jsonrpc::Request, &str) -> String,
         metrics: &Metrics,
     ) -> Result<(), HttpError> {
+        // A tool's name matters only to a rule that names tools.
+        let by_tool = self.rules.iter().any(|q| !q.tools.is_empty());
         for m in messages {
             let Message::Request(r) = m else { continue };
-            let tool = r
-                .params
-                .as_ref()
-                .and_then(|p| p.get("name"))
-                .and_then(|n| n.as_str())
+            let tool = (by_tool && r.kind == Some(mcpd_protocol::Method::ToolsCall))
+                .then(|| r.target())
+                .flatten()
                 .map(|n| name_of(r, n));
             let tool = tool.as_deref();
             let applying = |per: Per| {

@@ -162,20 +162,26 @@ impl Security {
         };
         for m in messages {
             if let Message::Request(r) = m {
+                // A tool's or prompt's name on `/mcp`, once for both checks.
+                let prompt = r.kind == Some(mcpd_protocol::Method::PromptsGet);
+                let listed = (prompt || r.kind == Some(mcpd_protocol::Method::ToolsCall))
+                    .then(|| r.target())
+                    .flatten()
+                    .map(|n| self.names.listed(self.names.routed(r), n, prompt));
+                let named = (r, listed.as_deref());
                 bearer::check_request(
                     auth,
                     p,
-                    r,
+                    named,
                     (
                         &self.endpoint_scopes,
                         &self.upstream_scopes,
                         &self.separator,
                     ),
-                    &self.names,
                     metrics,
                 )?;
                 if let Some(policy) = &self.policy {
-                    bearer::check_policy(policy.as_ref(), (auth, p), r, &self.names, metrics)?;
+                    bearer::check_policy(policy.as_ref(), (auth, p), named, &self.names, metrics)?;
                 }
             }
         }

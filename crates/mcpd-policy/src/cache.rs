@@ -127,10 +127,7 @@ pub(crate) fn key(p: &Principal, ask: &Ask<'_>, tags: &Tags) -> String {
 fn tagged(map: &Map<String, Value>, tags: &Tags, part: &mut impl FnMut(&str)) {
     for (name, v) in map.iter().filter(|(n, _)| tags.wants(n)) {
         part(name);
-        match v {
-            Value::String(s) => part(s),
-            other => part(&other.to_string()),
-        }
+        part(&crate::values::text(v));
     }
 }
 

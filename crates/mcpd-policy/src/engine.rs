@@ -171,7 +171,7 @@ impl Engine {
                 args.clone(),
                 [],
                 [],
-                values::arguments(ask.arguments).filter(|(k, _)| self.tags.wants(k)),
+                values::arguments(ask.arguments, |k| self.tags.wants(k)),
             )
             .map_err(|x| text(&x))?,
         );
@@ -198,14 +198,15 @@ impl Engine {
     /// The same question again is answered from memory.
     pub fn decide(&self, principal: &Principal, ask: &Ask<'_>) -> Decision {
         let key = cache::key(principal, ask, &self.tags);
+        // A question carrying large arguments is not kept (nor looked for).
+        if key.len() > MAX_KEY {
+            return self.evaluate(principal, ask);
+        }
         if let Some(d) = self.decisions.get(&key) {
             return d;
         }
         let d = self.evaluate(principal, ask);
-        // A question carrying large arguments is not kept.
-        if key.len() <= MAX_KEY {
-            self.decisions.put(key, &d);
-        }
+        self.decisions.put(key, &d);
         d
     }
 

@@ -28,18 +28,29 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
-/// Each argument as a string: a string as itself, anything else as its
-/// JSON text.
-pub(crate) fn arguments(
-    args: Option<&Map<String, Value>>,
-) -> impl Iterator<Item = (String, RestrictedExpression)> + '_ {
-    args.into_iter().flatten().map(|(k, v)| {
-        let text = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        (k.clone(), RestrictedExpression::new_string(text))
-    })
+/// The arguments `wanted` names, each as a string ([`text`]).
+pub(crate) fn arguments<'a>(
+    args: Option<&'a Map<String, Value>>,
+    wanted: impl Fn(&str) -> bool + 'a,
+) -> impl Iterator<Item = (String, RestrictedExpression)> + 'a {
+    args.into_iter()
+        .flatten()
+        .filter(move |(k, _)| wanted(k))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                RestrictedExpression::new_string(text(v).into_owned()),
+            )
+        })
+}
+
+/// A value as a string: a string as itself, anything else as its JSON
+/// text.
+pub(crate) fn text(v: &Value) -> std::borrow::Cow<'_, str> {
+    match v {
+        Value::String(s) => s.into(),
+        other => other.to_string().into(),
+    }
 }
 
 /// The set of `items` as Cedar strings.

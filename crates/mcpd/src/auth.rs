@@ -23,16 +23,6 @@ pub(crate) fn authenticator(
     for warning in warnings(config, port) {
         tracing::warn!("{warning}");
     }
-    Ok(Some(started(auth, config, redis)))
-}
-
-/// A token checker ready to serve: DPoP proof ids claimed in Redis when
-/// the replicas share one, its keys being fetched.
-fn started(
-    auth: Authenticator,
-    config: &Config,
-    redis: Option<&Arc<RedisStore>>,
-) -> Arc<Authenticator> {
     #[cfg(feature = "redis")]
     let auth = match redis {
         Some(r) => auth.with_replay_cache(Arc::new(RedisReplay(r.clone()))),
@@ -43,27 +33,22 @@ fn started(
     if let Some(keys) = auth.keys() {
         fetch_keys(keys.clone(), config.auth.jwks_url.clone());
     }
-    Arc::new(auth)
+    Ok(Some(Arc::new(auth)))
 }
 
-/// The token checker of a virtual server: the same trust as `/mcp`'s, its
-/// own resource (the audience its tokens name, and its metadata document
-/// at the path of `{http.path}/{id}`) and its scopes advertised.
+/// The token checker of a virtual server: `/mcp`'s trust (its keys, its
+/// replay cache), its own resource (the audience its tokens name, and its
+/// metadata document at the path of `{http.path}/{id}`) and its scopes
+/// advertised.
 pub(crate) fn authenticator_for(
+    main: &Authenticator,
     config: &Config,
     v: &crate::config::VirtualServer,
-    redis: Option<&Arc<RedisStore>>,
-) -> Result<Option<Arc<Authenticator>>, ConfigError> {
-    let mut own = config.clone();
-    own.auth.resource = virtual_resource(config, v);
-    own.auth.audiences = v.audiences.clone();
-    if !v.scopes.is_empty() {
-        own.auth.scopes_supported = v.scopes.clone();
-    }
-    let Some(auth) = own.auth.authenticator()? else {
-        return Ok(None);
-    };
-    Ok(Some(started(auth, config, redis)))
+) -> Result<Arc<Authenticator>, ConfigError> {
+    let scopes = (!v.scopes.is_empty()).then(|| v.scopes.clone());
+    main.for_resource(virtual_resource(config, v), v.audiences.clone(), scopes)
+        .map(Arc::new)
+        .map_err(|e| crate::config::ConfigError(format!("virtual_server {:?}: {e}", v.id)))
 }
 
 /// A virtual server's resource URL: its own, else `auth.resource/{id}`.

@@ -177,7 +177,10 @@ pub(crate) fn serve_core(
     // on `/mcp`.
     for ((id, core), v) in virtual_servers.into_iter().zip(&config.virtual_server) {
         #[cfg(feature = "auth")]
-        let own = auth::authenticator_for(config, v, redis.as_ref())
+        let own = auth
+            .as_deref()
+            .map(|main| auth::authenticator_for(main, config, v))
+            .transpose()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         #[cfg(not(feature = "auth"))]
         let own = None;

@@ -100,7 +100,6 @@ pub(super) enum Full {
 pub struct Parking {
     /// `mcpd_parked_calls_total`, each outcome's series resolved once.
     outcomes: Vec<(&'static str, mcpd_telemetry::IntCounter)>,
-    replica: String,
     cluster: Arc<dyn Cluster>,
     /// The channels of rounds resumed across replicas.
     pub(super) relays: Arc<Relays>,
@@ -123,7 +122,6 @@ impl Parking {
             .collect();
         Arc::new(Self {
             outcomes,
-            replica: cluster.replica().to_string(),
             cluster,
             relays: Arc::default(),
             limits,
@@ -134,7 +132,7 @@ impl Parking {
 
     /// This replica's id, as a `requestState` names it.
     pub(super) fn replica(&self) -> &str {
-        &self.replica
+        self.cluster.replica()
     }
 
     /// The replica's view of the others.
@@ -305,7 +303,7 @@ impl Parked {
     pub(super) fn reference(&self, round: u64) -> ParkRef {
         ParkRef {
             id: self.id.clone(),
-            replica: self.parking.replica.clone(),
+            replica: self.parking.replica().to_owned(),
             round,
         }
     }

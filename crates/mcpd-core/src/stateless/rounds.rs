@@ -75,10 +75,7 @@ impl Stateless {
                     outcome = &mut work => return outcome,
                     () = tokio::time::sleep_until(round_ends), if escalation.is_none() => {
                         rctx.cancel();
-                        return Err(ErrorObject::new(
-                            mcpd_protocol::ErrorCode::REQUEST_TIMEOUT,
-                            format!("Request timed out after {} s (server limit)", timeout.as_secs_f64()),
-                        ));
+                        return Err(crate::request::timed_out(timeout));
                     }
                     () = call.mrtr.signal.notified() => {
                         if call.mrtr.pending() {

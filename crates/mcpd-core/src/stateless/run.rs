@@ -389,34 +389,40 @@ impl Stateless {
 /// `v` as JSON text with every object's keys sorted: the same value gives
 /// the same text whatever order its keys came in (JSON objects keep their
 /// order in this build).
-fn canonical(v: &Value, out: &mut String) {
+fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_unstable_by_key(|(k, _)| *k);
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::from(k.as_str()).to_string());
-                out.push(':');
-                canonical(&m[k], out);
+                write_json(k, out);
+                out.push(b':');
+                canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(a) => {
-            out.push('[');
+            out.push(b'[');
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 canonical(x, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => write_json(other, out),
     }
+}
+
+/// `v`'s compact JSON text, appended.
+fn write_json(v: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
+    // Writing a string key or a scalar into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 /// What a sealed `requestState` is bound to: the request's method, target,
@@ -424,20 +430,18 @@ fn canonical(v: &Value, out: &mut String) {
 /// state is useless to another, and one upstream's to another).
 pub(super) fn binding(req: &Request, caller: &Caller) -> String {
     let p = req.params.as_ref();
-    let get = |k: &str| {
-        let mut out = String::new();
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(req.method.as_bytes());
+    for k in ["name", "uri", "arguments"] {
+        out.push(b'\n');
         if let Some(v) = p.and_then(|p| p.get(k)) {
             canonical(v, &mut out);
         }
-        out
-    };
-    format!(
-        "{}\n{}\n{}\n{}\n{}\n{}",
-        req.method,
-        get("name"),
-        get("uri"),
-        get("arguments"),
-        req.server_id.as_deref().unwrap_or(""),
-        caller.principal.as_deref().unwrap_or("")
-    )
+    }
+    for s in [req.server_id.as_deref(), caller.principal.as_deref()] {
+        out.push(b'\n');
+        out.extend_from_slice(s.unwrap_or("").as_bytes());
+    }
+    // Built from strings and JSON text only.
+    String::from_utf8(out).unwrap_or_default()
 }

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use base64::Engine;
-use mcpd_auth::form_encode;
+use mcpd_auth::{form_encode, normalise, UrlParts};
 use serde_json::Value;
 
 /// What is asked for, and where (`[upstream.credentials]`'s keys).
@@ -129,11 +129,7 @@ impl Oauth {
 
     /// A token, and how long it lives.
     pub(super) async fn token(&self, grant: Grant<'_>) -> Result<(String, Duration), String> {
-        let ep = self
-            .found
-            .get_or_try_init(|| self.discover())
-            .await?
-            .clone();
+        let ep = self.found.get_or_try_init(|| self.discover()).await?;
         let mut form: Vec<(&str, String)> = Vec::new();
         match grant {
             Grant::ClientCredentials => form.push(("grant_type", "client_credentials".into())),
@@ -156,13 +152,13 @@ impl Oauth {
                 }
             }
         }
-        let resource = self
-            .resource
-            .clone()
-            .or(ep.resource.clone())
-            .unwrap_or_else(|| self.url.clone());
         if self.audience.is_none() || self.resource.is_some() {
-            form.push(("resource", resource));
+            let resource = self
+                .resource
+                .as_ref()
+                .or(ep.resource.as_ref())
+                .unwrap_or(&self.url);
+            form.push(("resource", resource.clone()));
         }
         if let Some(s) = &self.scope {
             form.push(("scope", s.clone()));
@@ -262,7 +258,7 @@ impl Oauth {
         // The upstream names where tokens come from: only a server mcpd
         // was told to trust (`issuer`), over https (loopback aside).
         if let Some(trusted) = &self.issuer {
-            if trusted.trim_end_matches('/') != server.trim_end_matches('/') {
+            if normalise(trusted) != normalise(&server) {
                 return Err(format!(
                     "upstream {up:?}: its metadata names the authorization server {server}, not credentials.issuer {trusted}"
                 ));
@@ -283,7 +279,7 @@ impl Oauth {
             .to_owned();
         // RFC 8414 §3.3: the metadata is the issuer's own.
         let issuer = meta["issuer"].as_str().unwrap_or_default();
-        if issuer.trim_end_matches('/') != server.trim_end_matches('/') {
+        if normalise(issuer) != normalise(&server) {
             return Err(format!(
                 "upstream {up:?}: the metadata fetched for {server} names the issuer {issuer:?} (RFC 8414 wants them the same)"
             ));
@@ -291,11 +287,8 @@ impl Oauth {
         secure(up, "token endpoint", &token)?;
         Ok(Endpoint {
             token,
-            issuer: self
-                .issuer
-                .clone()
-                .or_else(|| meta["issuer"].as_str().map(str::to_owned))
-                .unwrap_or(server),
+            // The metadata's issuer is the server's own (checked above).
+            issuer: self.issuer.clone().unwrap_or_else(|| issuer.to_owned()),
             resource: prm["resource"].as_str().map(str::to_owned),
         })
     }
@@ -325,15 +318,11 @@ impl Oauth {
 
 /// `url` is https, or plain http to this machine.
 fn secure(upstream: &str, what: &str, url: &str) -> Result<(), String> {
-    let loopback = [
-        "http://127.",
-        "http://localhost:",
-        "http://localhost/",
-        "http://[::1]",
-    ]
-    .iter()
-    .any(|p| url.starts_with(p));
-    match url.starts_with("https://") || loopback {
+    let ok = UrlParts::of(url).is_some_and(|u| {
+        u.scheme.eq_ignore_ascii_case("https")
+            || (u.scheme.eq_ignore_ascii_case("http") && u.is_loopback())
+    });
+    match ok {
         true => Ok(()),
         false => Err(format!(
             "upstream {upstream:?}: its {what} {url} is not https: no secret or token is sent there"
@@ -344,15 +333,15 @@ fn secure(upstream: &str, what: &str, url: &str) -> Result<(), String> {
 /// The well-known addresses of `url`'s `name` document: the path-inserted
 /// form (RFC 8414 §3.1, RFC 9728 §3.1), then the root's.
 fn well_known(url: &str, name: &str) -> Vec<String> {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
-        None => (rest, ""),
+    let Some(u) = UrlParts::of(url) else {
+        return Vec::new();
     };
-    let path = path.split(['?', '#']).next().unwrap_or("");
-    let mut out = vec![format!("{scheme}://{host}/.well-known/{name}{path}")];
+    let origin = u.origin();
+    let path = u.path.split(['?', '#']).next().unwrap_or("");
+    let path = path.trim_end_matches('/');
+    let mut out = vec![format!("{origin}/.well-known/{name}{path}")];
     if !path.is_empty() {
-        out.push(format!("{scheme}://{host}/.well-known/{name}"));
+        out.push(format!("{origin}/.well-known/{name}"));
     }
     out
 }

@@ -16,15 +16,11 @@ use serde_json::Value;
 use super::decode::read;
 use super::report::Reporter;
 use super::stateless::{Discovery, StatelessLink};
-use super::wire::{authorize, client_of, is_sse};
+use super::wire::{is_sse, Remote};
 use crate::config::UpstreamConfig;
 
 pub struct HttpLink {
-    client: reqwest::Client,
-    url: String,
-    headers: Vec<(String, String)>,
-    /// `[upstream.credentials]`, when set.
-    creds: Option<Arc<crate::credentials::Credentials>>,
+    remote: Remote,
     /// `Mcp-Session-Id`, from the handshake's answer.
     session: Mutex<Option<String>>,
     /// `MCP-Protocol-Version`, from the handshake's result.
@@ -55,12 +51,8 @@ impl HttpLink {
         reporter: Reporter,
         modern: Option<Arc<StatelessLink>>,
     ) -> Arc<Self> {
-        let (client, headers) = client_of(cfg);
         Arc::new(Self {
-            client,
-            url: cfg.url.clone(),
-            headers,
-            creds: cfg.auth.clone(),
+            remote: Remote::of(cfg),
             session: Mutex::default(),
             version: Mutex::default(),
             reporter,
@@ -72,10 +64,11 @@ impl HttpLink {
 
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
         let mut b = self
+            .remote
             .client
-            .request(method, &self.url)
+            .request(method, &self.remote.url)
             .header("accept", "application/json, text/event-stream");
-        for (k, v) in &self.headers {
+        for (k, v) in &self.remote.headers {
             b = b.header(k, v);
         }
         if let Some(s) = get(&self.session).clone() {
@@ -149,7 +142,7 @@ impl HttpLink {
         let post = self
             .request(reqwest::Method::POST)
             .header("content-type", "application/json");
-        let post = authorize(post, self.creds.as_deref(), &call).await;
+        let post = self.remote.authorized(post, &call).await;
         let fail = |why: String| {
             if is_init {
                 self.reporter.down(why);
@@ -171,14 +164,9 @@ impl HttpLink {
         };
         let res = match post.body(msg.to_json()).send().await {
             Ok(r) => r,
-            Err(e) => return fail(format!("cannot reach {}: {e}", self.url)),
+            Err(e) => return fail(format!("cannot reach {}: {e}", self.remote.url)),
         };
-        if res.status().as_u16() == 401 {
-            // A token it no longer takes: the next request fetches anew.
-            if let Some(c) = &self.creds {
-                c.refused();
-            }
-        }
+        self.remote.refused(res.status());
         if res.status().as_u16() == 404 && !is_init && get(&self.session).is_some() {
             // The remote session is gone (the server restarted): the
             // request never ran; the actor reconnects and sends it again,
@@ -249,18 +237,16 @@ impl HttpLink {
             self.standing.send_replace(true);
             return;
         }
-        let get = authorize(
-            self.request(reqwest::Method::GET),
-            self.creds.as_deref(),
-            &[],
-        )
-        .await;
+        let get = self
+            .remote
+            .authorized(self.request(reqwest::Method::GET), &[])
+            .await;
         let answered = match get {
-            Ok(get) => get.send().await.map_err(|e| e.to_string()),
-            Err(e) => Err(e),
+            Ok(get) => get.send().await.ok(),
+            Err(_) => None,
         };
         self.standing.send_replace(true);
-        if let Ok(res) = answered {
+        if let Some(res) = answered {
             if res.status().is_success() {
                 self.read_sse(res, None).await;
             }
@@ -317,7 +303,7 @@ impl HttpLink {
             let get = self
                 .request(reqwest::Method::GET)
                 .header("last-event-id", from);
-            let Ok(get) = authorize(get, self.creds.as_deref(), &[]).await else {
+            let Ok(get) = self.remote.authorized(get, &[]).await else {
                 return self.lost(Some(request));
             };
             res = match get.send().await {

@@ -26,9 +26,8 @@ use super::decode::read;
 use super::pipe::PipeWire;
 use super::report::Reporter;
 use super::wire::{
-    authorize, call_id, client_of, complete, envelope, headers, is_sse, meta_mut, outcome_of,
-    take_outbound, text_json, ParamHeaders, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS,
-    PARAM_HEADERS_KEY,
+    call_id, complete, envelope, headers, is_sse, meta_mut, outcome_of, take_outbound, text_json,
+    ParamHeaders, Remote, CLIENT_CAPABILITIES_KEY, INPUT_KEY, MAX_ROUNDS, PARAM_HEADERS_KEY,
 };
 use crate::config::UpstreamConfig;
 
@@ -43,21 +42,12 @@ pub struct StatelessLink {
 /// How the link reaches its upstream.
 pub(super) enum Via {
     /// A remote server: each request a POST.
-    Http(Http),
+    Http(Remote),
     /// A child: each request a line on its stdin (`pipe.rs`).
     Pipe(Arc<PipeWire>),
 }
 
-/// A remote upstream's address, and the client and headers it is reached with.
-pub(super) struct Http {
-    client: reqwest::Client,
-    pub(super) url: String,
-    headers: Vec<(String, String)>,
-    /// `[upstream.credentials]`, when set.
-    creds: Option<Arc<crate::credentials::Credentials>>,
-}
-
-impl Http {
+impl Remote {
     /// A POST of `body` with the revision's headers (`wire::headers`) and
     /// the credentials (the call's own, `call`, else the connection's).
     pub(super) async fn post_json(
@@ -69,27 +59,13 @@ impl Http {
     ) -> Result<reqwest::RequestBuilder, String> {
         let b = self.client.post(&self.url);
         let b = headers(b, method, params, &self.headers).body(body.to_string());
-        authorize(b, self.creds.as_deref(), call).await
-    }
-
-    /// The upstream refused a token (401): fetched anew next time.
-    pub(super) fn refused(&self, status: reqwest::StatusCode) {
-        if let (401, Some(c)) = (status.as_u16(), &self.creds) {
-            c.refused();
-        }
+        self.authorized(b, call).await
     }
 }
 
 impl StatelessLink {
     pub fn new(cfg: &UpstreamConfig, reporter: Reporter) -> Arc<Self> {
-        let (client, headers) = client_of(cfg);
-        let http = Http {
-            client,
-            url: cfg.url.clone(),
-            headers,
-            creds: cfg.auth.clone(),
-        };
-        Self::over(Via::Http(http), reporter)
+        Self::over(Via::Http(Remote::of(cfg)), reporter)
     }
 
     /// The same over a child's stdin and stdout (`pipe`).

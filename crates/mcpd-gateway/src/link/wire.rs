@@ -70,21 +70,53 @@ pub(crate) fn meta_mut(params: &mut JsonObject) -> Option<&mut JsonObject> {
         .as_object_mut()
 }
 
-/// The HTTP client of a remote upstream's link, and the headers it is
-/// configured with (its own credentials).
-pub(crate) fn client_of(
-    cfg: &crate::config::UpstreamConfig,
-) -> (reqwest::Client, Vec<(String, String)>) {
-    let client = reqwest::Client::builder()
-        .connect_timeout(cfg.connect_timeout())
-        .build()
-        .unwrap_or_default();
-    let headers = cfg
-        .headers
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    (client, headers)
+/// A remote upstream as a link reaches it: its address, the HTTP client
+/// and its configured headers, and its credentials.
+pub(crate) struct Remote {
+    pub(crate) client: reqwest::Client,
+    pub(crate) url: String,
+    /// `headers` of its configuration (its own credentials).
+    pub(crate) headers: Vec<(String, String)>,
+    /// `[upstream.credentials]`, when set.
+    creds: Option<std::sync::Arc<crate::credentials::Credentials>>,
+}
+
+impl Remote {
+    pub(crate) fn of(cfg: &crate::config::UpstreamConfig) -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(cfg.connect_timeout())
+            .build()
+            .unwrap_or_default();
+        let headers = cfg
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Self {
+            client,
+            url: cfg.url.clone(),
+            headers,
+            creds: cfg.auth.clone(),
+        }
+    }
+
+    /// `b` with the credentials (`authorize`): the call's own, else the
+    /// connection's.
+    pub(crate) async fn authorized(
+        &self,
+        b: reqwest::RequestBuilder,
+        call: &[(String, String)],
+    ) -> Result<reqwest::RequestBuilder, String> {
+        authorize(b, self.creds.as_deref(), call).await
+    }
+
+    /// The upstream answered `status`: a 401 means a token it no longer
+    /// takes, fetched anew next time.
+    pub(crate) fn refused(&self, status: reqwest::StatusCode) {
+        if let (401, Some(c)) = (status.as_u16(), &self.creds) {
+            c.refused();
+        }
+    }
 }
 
 /// `Mcp-Param-*` headers on a request (SEP-2243).

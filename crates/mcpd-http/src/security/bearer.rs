@@ -97,10 +97,7 @@ pub(super) async fn admit(
 /// anyone but its key's holder).
 pub(super) fn token_of(req: &HttpRequest) -> Option<Arc<str>> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| Arc::from(token.trim()))
+    mcpd_auth::bearer_token(value).map(Arc::from)
 }
 
 /// The tenant `p`'s token names, when tenants are on.
@@ -157,9 +154,8 @@ pub(super) fn visibility(
             match kind {
                 Listed::Tool | Listed::Prompt => allows(names.server(upstream, &listed)),
                 Listed::Resource | Listed::Template => names
-                    .resource_servers(upstream, &listed)
-                    .iter()
-                    .all(|s| allows(s)),
+                    .find_resource_server(upstream, &listed, |s| (!allows(s)).then_some(()))
+                    .is_none(),
             }
         },
     ))
@@ -174,7 +170,7 @@ pub(super) fn visibility(
 pub(super) fn check_policy(
     policy: &dyn Policy,
     who: (&Authenticator, &Principal),
-    r: &Request,
+    (r, listed): (&Request, Option<&str>),
     names: &naming::Names,
     metrics: &Metrics,
 ) -> Result<(), HttpError> {
@@ -184,18 +180,23 @@ pub(super) fn check_policy(
     let upstream = names.routed(r);
     let params = r.params.as_ref();
     let check = |target: Target<'_>, arguments, listing| {
-        decided(policy, who, r, names, metrics, (target, arguments, listing))
+        decided(
+            policy,
+            who,
+            (r, upstream),
+            names,
+            metrics,
+            (target, arguments, listing),
+        )
     };
     match kind {
         Method::ToolsCall | Method::PromptsGet => {
-            let Some(name) = r.target() else {
+            let Some(listed) = listed else {
                 return Ok(());
             };
-            let prompt = kind == Method::PromptsGet;
-            let listed = names.listed(upstream, name, prompt);
-            let target = match prompt {
-                true => Target::Prompt(&listed),
-                false => Target::Tool(&listed),
+            let target = match kind == Method::PromptsGet {
+                true => Target::Prompt(listed),
+                false => Target::Tool(listed),
             };
             let arguments = params
                 .and_then(|p| p.get("arguments"))
@@ -236,7 +237,7 @@ pub(super) fn check_policy(
 fn decided(
     policy: &dyn Policy,
     (auth, p): (&Authenticator, &Principal),
-    r: &Request,
+    (r, upstream): (&Request, Option<&str>),
     names: &naming::Names,
     metrics: &Metrics,
     (target, arguments, listing): (
@@ -245,7 +246,6 @@ fn decided(
         bool,
     ),
 ) -> Result<(), HttpError> {
-    let upstream = names.routed(r);
     let refusal = |server: &str| {
         let ask = Ask {
             target,
@@ -258,10 +258,7 @@ fn decided(
     // A resource on `/mcp` whose server cannot be known before it is read
     // (an upstream's template may serve it) must be allowed for each.
     let denied = match target {
-        Target::Resource(uri) => names
-            .resource_servers(upstream, uri)
-            .iter()
-            .find_map(|s| refusal(s)),
+        Target::Resource(uri) => names.find_resource_server(upstream, uri, refusal),
         _ => refusal(names.server(upstream, target.name())),
     };
     let Some(d) = denied else {
@@ -311,18 +308,13 @@ pub const POLICY_DENIED: ErrorCode = ErrorCode(-32003);
 pub(super) fn check_request(
     auth: &Authenticator,
     p: &Principal,
-    r: &Request,
+    (r, listed): (&Request, Option<&str>),
     (endpoint_scopes, ups, sep): (&[String], &HashMap<String, Vec<String>>, &str),
-    names: &naming::Names,
     metrics: &Metrics,
 ) -> Result<(), HttpError> {
     // A tool needs its scopes under its name on `/mcp`, whichever way it
     // is called (`/mcp/{id}`, `server_id`, a virtual server's name).
-    let tool = (r.kind == Some(Method::ToolsCall))
-        .then(|| r.target())
-        .flatten()
-        .map(|t| names.listed(names.routed(r), t, false));
-    let tool = tool.as_deref();
+    let tool = listed.filter(|_| r.kind == Some(Method::ToolsCall));
     let mut needed = auth.scopes_for(&r.method, tool);
     for s in endpoint_scopes.iter().cloned().chain(upstream_scopes(
         ups,

@@ -71,7 +71,7 @@ pub trait Policy: Send + Sync {}
 pub(super) fn check_policy(
     _: &dyn Policy,
     (_, p): (&Authenticator, &Principal),
-    _: &mcpd_protocol::jsonrpc::Request,
+    _: (&mcpd_protocol::jsonrpc::Request, Option<&str>),
     _: &crate::naming::Names,
     _: &Metrics,
 ) -> Result<(), HttpError> {
@@ -81,9 +81,8 @@ pub(super) fn check_policy(
 pub(super) fn check_request(
     auth: &Authenticator,
     _: &Principal,
-    _: &Request,
+    _: (&Request, Option<&str>),
     _: (&[String], &HashMap<String, Vec<String>>, &str),
-    _: &crate::naming::Names,
     _: &Metrics,
 ) -> Result<(), HttpError> {
     match *auth {}

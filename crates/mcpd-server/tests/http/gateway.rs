@@ -47,7 +47,7 @@ pub(crate) fn routed(id: i64, server: &str, method: &str, params: Value) -> Valu
 }
 
 /// Waits until the upstream's tools show up in `/mcp`'s aggregated list.
-async fn wait_aggregated(c: &McpClient, name: &str) -> Value {
+pub(crate) async fn wait_aggregated(c: &McpClient, name: &str) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
         let tools = c.call("tools/list", json!({})).await;

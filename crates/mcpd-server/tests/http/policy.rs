@@ -213,15 +213,7 @@ async fn an_upstream_s_tools_are_decided_every_way_in() {
     let analyst = token(&key, "ann", &["analysts"], "mcp");
     let mut bob = with_token(&s.client(), &token(&key, "bob", &["admins"], "mcp"));
     bob.initialize().await;
-    let mut seen = Vec::new();
-    for _ in 0..100 {
-        seen = names(&bob, "tools/list", "tools").await;
-        if seen.contains(&"inner__echo".to_string()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(seen.contains(&"inner__echo".to_string()), "{seen:?}");
+    crate::gateway::wait_aggregated(&bob, "inner__echo").await;
     let mut ann = with_token(&s.client(), &analyst);
     ann.initialize().await;
     assert_eq!(names(&ann, "tools/list", "tools").await, ["echo"]);

@@ -120,10 +120,9 @@ impl Picked {
     }
 
     fn serves_resource(&self, uri: &str) -> bool {
-        self.resources.iter().any(|r| match r.strip_suffix('*') {
-            Some(prefix) => uri.starts_with(prefix),
-            None => uri == r,
-        })
+        self.resources
+            .iter()
+            .any(|r| mcpd_http::quota::matches(r, uri))
     }
 }
 
@@ -160,10 +159,11 @@ impl PromptProvider for Picked {
         let Some(main) = self.main.upgrade() else {
             return Vec::new();
         };
+        let all = main.registry.prompts_by_name();
         self.prompts
             .iter()
             .filter_map(|p| {
-                let (_, mut def) = main.registry.prompt(&p.from)?;
+                let mut def = all.get(&p.from)?.clone();
                 def.name = p.name().to_owned();
                 if let Some(d) = &p.description {
                     def.description = Some(d.clone());
@@ -205,9 +205,10 @@ impl ResourceProvider for Picked {
         };
         // One resource per URI: the first provider's, as a read is.
         let mut out: Vec<Resource> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for p in main.registry.resource_providers() {
             for r in p.list().await {
-                if self.serves_resource(&r.uri) && !out.iter().any(|o| o.uri == r.uri) {
+                if self.serves_resource(&r.uri) && seen.insert(r.uri.clone()) {
                     out.push(r);
                 }
             }

@@ -57,10 +57,7 @@ pub(super) fn validate_upstreams(
             continue;
         }
         // Two catalogues under one prefix would take each other's names.
-        let prefix = u
-            .prefix
-            .clone()
-            .unwrap_or_else(|| format!("{}{separator}", u.id));
+        let prefix = u.prefix(separator);
         if let Some(other) = prefixes.insert(prefix.clone(), u.id.clone()) {
             return Err(bad(
                 "upstream.prefix",
@@ -83,13 +80,7 @@ pub fn upstream_prefixes(
     #[cfg(feature = "gateway")]
     return upstreams
         .iter()
-        .map(|u| {
-            let prefix = u
-                .prefix
-                .clone()
-                .unwrap_or_else(|| format!("{}{separator}", u.id));
-            (u.id.clone(), prefix)
-        })
+        .map(|u| (u.id.clone(), u.prefix(separator)))
         .collect();
     #[cfg(not(feature = "gateway"))]
     {
